@@ -1,0 +1,198 @@
+/**
+ * Cairn's error taxonomy. Every error has a stable `name` (its class name) and `code`, survives
+ * the trip through the journal (a failed run's error is rebuilt with the same class on any
+ * process that reads it), and says what happened, to which run and step, and what to do.
+ */
+
+export type CairnErrorCode =
+  | "CAIRN_ERROR"
+  | "TERMINAL"
+  | "RETRYABLE"
+  | "CANCELLED"
+  | "TIMEOUT"
+  | "NON_DETERMINISM"
+  | "BUDGET_EXCEEDED"
+  | "PERMISSION_DENIED"
+  | "APPROVAL_DENIED"
+  | "INVALID_SPEC"
+  | "INVALID_INPUT"
+  | "UNSERIALIZABLE"
+  | "RUN_NOT_FOUND"
+  | "NOT_A_CAIRN_DATABASE"
+  | "FENCED";
+
+export interface CairnErrorOptions {
+  cause?: unknown;
+  runId?: string;
+  seq?: number;
+}
+
+/** The base of every error Cairn throws. */
+export class CairnError extends Error {
+  readonly code: CairnErrorCode = "CAIRN_ERROR";
+  readonly runId: string | undefined;
+  readonly seq: number | undefined;
+
+  constructor(message: string, options: CairnErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.runId = options.runId;
+    this.seq = options.seq;
+  }
+}
+
+/** Thrown from a step to fail it at once: no further attempts, whatever the retry policy. */
+export class TerminalError extends CairnError {
+  override readonly code = "TERMINAL";
+}
+
+/** Thrown from a step to ask for another attempt even when `shouldRetry` would say no. */
+export class RetryableError extends CairnError {
+  override readonly code = "RETRYABLE";
+}
+
+/** The run (or an ancestor) was cancelled. */
+export class CancelledError extends CairnError {
+  override readonly code = "CANCELLED";
+}
+
+/** A step attempt, a `recv`, an event wait or a run's deadline ran out of time. */
+export class TimeoutError extends CairnError {
+  override readonly code = "TIMEOUT";
+}
+
+/**
+ * The workflow code called something other than what its journal recorded at a seq: the code
+ * changed under an in-flight run, or it branches on something not recorded (time, randomness,
+ * outside reads). Fix: route the nondeterminism through `ctx`, or guard the change with
+ * `ctx.patched(name)`, then `cairn resume` the run.
+ */
+export class NonDeterminismError extends CairnError {
+  override readonly code = "NON_DETERMINISM";
+}
+
+export class BudgetExceededError extends CairnError {
+  override readonly code = "BUDGET_EXCEEDED";
+}
+
+export class PermissionDeniedError extends CairnError {
+  override readonly code = "PERMISSION_DENIED";
+}
+
+export class ApprovalDeniedError extends CairnError {
+  override readonly code = "APPROVAL_DENIED";
+}
+
+/** An option, spec or argument is invalid; the message names the field and the value. */
+export class InvalidSpecError extends CairnError {
+  override readonly code = "INVALID_SPEC";
+  constructor(
+    readonly field: string,
+    readonly value: unknown,
+    reason: string,
+  ) {
+    super(`invalid ${field}: ${preview(value)} — ${reason}`);
+  }
+}
+
+/** A run's input failed its workflow's schema; nothing was stored. */
+export class InvalidInputError extends CairnError {
+  override readonly code = "INVALID_INPUT";
+}
+
+/** A value handed to Cairn to store cannot be stored (a function, a cycle, a class instance). */
+export class UnserializableError extends CairnError {
+  override readonly code = "UNSERIALIZABLE";
+}
+
+export class RunNotFoundError extends CairnError {
+  override readonly code = "RUN_NOT_FOUND";
+  constructor(runId: string) {
+    super(`no run with id "${runId}" — list runs with \`cairn runs\``, { runId });
+  }
+}
+
+/** The database exists but holds no Cairn schema (or a newer one than this version knows). */
+export class NotACairnDatabaseError extends CairnError {
+  override readonly code = "NOT_A_CAIRN_DATABASE";
+}
+
+/**
+ * You should never see this outside Cairn: this executor no longer owns the run (it was
+ * cancelled, or its lease passed to another executor), so its writes were refused.
+ */
+export class FencedError extends CairnError {
+  override readonly code = "FENCED";
+}
+
+const errorClasses: Record<string, new (message: string, options?: CairnErrorOptions) => CairnError> = {
+  CairnError,
+  TerminalError,
+  RetryableError,
+  CancelledError,
+  TimeoutError,
+  NonDeterminismError,
+  BudgetExceededError,
+  PermissionDeniedError,
+  ApprovalDeniedError,
+  InvalidInputError,
+  UnserializableError,
+  NotACairnDatabaseError,
+  FencedError,
+};
+
+/** The plain shape an error takes in the journal. */
+export interface ErrorRecord {
+  name: string;
+  message: string;
+  code?: string;
+  stack?: string;
+  runId?: string;
+  seq?: number;
+  cause?: ErrorRecord;
+}
+
+export function errorToRecord(error: unknown): ErrorRecord {
+  if (error instanceof Error) {
+    const record: ErrorRecord = { name: error.name, message: error.message };
+    const code = (error as { code?: unknown }).code;
+    if (typeof code === "string") record.code = code;
+    if (error.stack !== undefined) record.stack = error.stack;
+    if (error instanceof CairnError) {
+      if (error.runId !== undefined) record.runId = error.runId;
+      if (error.seq !== undefined) record.seq = error.seq;
+    }
+    if (error.cause !== undefined) record.cause = errorToRecord(error.cause);
+    return record;
+  }
+  return { name: "Error", message: typeof error === "string" ? error : preview(error) };
+}
+
+/** Rebuilds an error from the journal with its original class where Cairn knows it. */
+export function errorFromRecord(record: ErrorRecord): Error {
+  const options: CairnErrorOptions = {};
+  if (record.runId !== undefined) options.runId = record.runId;
+  if (record.seq !== undefined) options.seq = record.seq;
+  if (record.cause !== undefined) options.cause = errorFromRecord(record.cause);
+  const known = errorClasses[record.name];
+  let error: Error;
+  if (known !== undefined) {
+    error = new known(record.message, options);
+  } else {
+    error = new Error(record.message, options.cause === undefined ? undefined : { cause: options.cause });
+    error.name = record.name;
+    if (record.code !== undefined) (error as { code?: string }).code = record.code;
+  }
+  if (record.stack !== undefined) error.stack = record.stack;
+  return error;
+}
+
+export function preview(value: unknown, max = 80): string {
+  let text: string;
+  try {
+    text = typeof value === "string" ? JSON.stringify(value) : (JSON.stringify(value) ?? String(value));
+  } catch {
+    text = String(value);
+  }
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}

@@ -1,0 +1,107 @@
+import type { ExecutorRow, RunRow, RunStatus, StepKind, StepRow, StepStatus } from "./store.js";
+
+/**
+ * Raw rows to typed rows. Both backends return the same column names (the schema is shared), so
+ * the mapping lives once, here. Numbers may arrive as strings or bigints from a driver; they are
+ * normalised to numbers (milliseconds fit easily).
+ */
+type Raw = Record<string, unknown>;
+
+const num = (value: unknown): number => (typeof value === "number" ? value : Number(value));
+const numOrNull = (value: unknown): number | null => (value === null || value === undefined ? null : num(value));
+const strOrNull = (value: unknown): string | null => (value === null || value === undefined ? null : String(value));
+
+export function toRunRow(raw: Raw): RunRow {
+  return {
+    id: String(raw.id),
+    workflow: String(raw.workflow),
+    status: raw.status as RunStatus,
+    input: String(raw.input_text ?? raw.input),
+    output: strOrNull(raw.output_text ?? raw.output),
+    error: strOrNull(raw.error),
+    parentId: strOrNull(raw.parent_id),
+    parentSeq: numOrNull(raw.parent_seq),
+    rootId: String(raw.root_id),
+    appVersion: String(raw.app_version),
+    executorId: strOrNull(raw.executor_id),
+    wakeAt: numOrNull(raw.wake_at),
+    deadlineAt: numOrNull(raw.deadline_at),
+    createdAt: num(raw.created_at),
+    updatedAt: num(raw.updated_at),
+    finishedAt: numOrNull(raw.finished_at),
+    recoveries: num(raw.recoveries),
+    forkedFrom: strOrNull(raw.forked_from),
+    forkedFromSeq: numOrNull(raw.forked_from_seq),
+  };
+}
+
+export function toStepRow(raw: Raw): StepRow {
+  return {
+    runId: String(raw.run_id),
+    seq: num(raw.seq),
+    name: String(raw.name),
+    kind: raw.kind as StepKind,
+    status: raw.status as StepStatus,
+    output: strOrNull(raw.output_text ?? raw.output),
+    outputHash: strOrNull(raw.output_hash),
+    error: strOrNull(raw.error),
+    startedAt: num(raw.started_at),
+    finishedAt: numOrNull(raw.finished_at),
+    attempts: num(raw.attempts),
+  };
+}
+
+export function toExecutorRow(raw: Raw): ExecutorRow {
+  return {
+    id: String(raw.id),
+    hostname: String(raw.hostname),
+    pid: num(raw.pid),
+    backendPid: numOrNull(raw.backend_pid),
+    appVersion: String(raw.app_version),
+    startedAt: num(raw.started_at),
+    heartbeatAt: num(raw.heartbeat_at),
+  };
+}
+
+/** Inline column value and hash column value for a stored value. */
+export function splitStored(value: { text: string; hash: string | null } | null): [string | null, string | null] {
+  if (value === null) return [null, null];
+  return value.hash === null ? [value.text, null] : [null, value.hash];
+}
+
+/**
+ * Rewrites `$1, $2, ...` placeholders to positional `?` with the parameters reordered to match, so
+ * users write one placeholder style on both backends. `$` inside quoted strings is left alone.
+ */
+export function positionalPlaceholders(text: string, params: readonly unknown[]): { text: string; params: unknown[] } {
+  const ordered: unknown[] = [];
+  let out = "";
+  let quote: string | null = null;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i]!;
+    if (quote !== null) {
+      out += ch;
+      if (ch === quote) quote = null;
+      continue;
+    }
+    if (ch === "'" || ch === '"') {
+      quote = ch;
+      out += ch;
+      continue;
+    }
+    if (ch === "$" && /[0-9]/.test(text[i + 1] ?? "")) {
+      let j = i + 1;
+      while (j < text.length && /[0-9]/.test(text[j]!)) j++;
+      const index = Number(text.slice(i + 1, j)) - 1;
+      if (index < 0 || index >= params.length) {
+        throw new RangeError(`placeholder $${index + 1} has no parameter (${params.length} given)`);
+      }
+      ordered.push(params[index]);
+      out += "?";
+      i = j - 1;
+      continue;
+    }
+    out += ch;
+  }
+  return { text: out, params: ordered };
+}

@@ -1,0 +1,335 @@
+import Database from "better-sqlite3";
+import { FencedError, NotACairnDatabaseError } from "../../errors.js";
+import { Mutex } from "../mutex.js";
+import { LATEST_SCHEMA_VERSION, MIGRATIONS, MIGRATIONS_TABLE } from "../migrations.js";
+import { positionalPlaceholders, toExecutorRow, toRunRow, toStepRow } from "../rows.js";
+import type {
+  ClaimRequest,
+  ExecutorRow,
+  Fence,
+  NewRun,
+  QueryResult,
+  ReceiveRequest,
+  ReceiveResult,
+  RunFilter,
+  RunRow,
+  SqlClient,
+  StepRecord,
+  StepRow,
+  Store,
+  WriteOp,
+} from "../store.js";
+import { SqliteWrites } from "./sqlite-writes.js";
+
+export interface SqliteStoreOptions {
+  /** "FULL" (the default) survives power loss; "NORMAL" survives process crashes only. */
+  synchronous?: "FULL" | "NORMAL" | "OFF";
+  /** Open without creating or writing (the CLI's read commands). */
+  readonly?: boolean;
+}
+
+interface PendingCommit {
+  fence: Fence | null;
+  ops: WriteOp[];
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+type Raw = Record<string, unknown>;
+
+/**
+ * The embedded backend: one SQLite file in WAL mode. better-sqlite3 is synchronous, so group
+ * commit works by deferring: commits that arrive during one turn of the event loop (the steps of
+ * many concurrent runs finishing together) are written in one transaction on the next turn, and
+ * pay for one fsync. A user's transactional step holds the connection across its awaits, so every
+ * write goes through one mutex.
+ */
+export class SqliteStore implements Store {
+  readonly backend = "sqlite" as const;
+  private readonly db: Database.Database;
+  private readonly writes: SqliteWrites;
+  private readonly lock = new Mutex();
+  private queue: PendingCommit[] = [];
+  private flushScheduled = false;
+
+  constructor(
+    readonly path: string,
+    options: SqliteStoreOptions = {},
+  ) {
+    this.db = new Database(path, options.readonly ? { readonly: true, fileMustExist: true } : {});
+    this.db.pragma("busy_timeout = 10000");
+    if (!options.readonly) {
+      this.db.pragma("journal_mode = WAL");
+      this.db.pragma(`synchronous = ${options.synchronous ?? "FULL"}`);
+    }
+    this.writes = new SqliteWrites(this.db);
+  }
+
+  async migrate(): Promise<void> {
+    await this.lock.run(() => {
+      this.db
+        .transaction(() => {
+          this.db.exec(MIGRATIONS_TABLE);
+          const row = this.db.prepare("SELECT MAX(version) AS v FROM cairn_migrations").get() as { v: number | null };
+          const current = row.v ?? 0;
+          if (current > LATEST_SCHEMA_VERSION) throw newerSchema(current);
+          for (const migration of MIGRATIONS) {
+            if (migration.version <= current) continue;
+            for (const statement of migration.statements) this.db.exec(statement);
+            this.db
+              .prepare("INSERT INTO cairn_migrations (version, name, applied_at) VALUES (?, ?, ?)")
+              .run(migration.version, migration.name, Date.now());
+          }
+        })
+        .immediate();
+    });
+    this.writes.prepare();
+  }
+
+  async assertCairnDatabase(): Promise<void> {
+    const table = this.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'cairn_migrations'").get();
+    if (table === undefined) {
+      throw new NotACairnDatabaseError(
+        `${this.path} is not a Cairn database (it has no cairn_migrations table) — point --database at the file your application uses`,
+      );
+    }
+    const row = this.db.prepare("SELECT MAX(version) AS v FROM cairn_migrations").get() as { v: number | null };
+    if ((row.v ?? 0) > LATEST_SCHEMA_VERSION) throw newerSchema(row.v ?? 0);
+  }
+
+  async close(): Promise<void> {
+    await this.lock.run(() => undefined);
+    if (this.queue.length > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    this.db.close();
+  }
+
+  commit(fence: Fence | null, ops: WriteOp[]): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ fence, ops, resolve, reject });
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        setImmediate(() => void this.flush());
+      }
+    });
+  }
+
+  private async flush(): Promise<void> {
+    await this.lock.acquire();
+    const batch = this.queue;
+    this.queue = [];
+    this.flushScheduled = false;
+    const outcomes: unknown[] = new Array(batch.length).fill(null);
+    try {
+      this.db
+        .transaction(() => {
+          batch.forEach((pending, i) => {
+            if (pending.fence !== null && !this.writes.fenceHolds(pending.fence)) {
+              outcomes[i] = fenced(pending.fence);
+              return;
+            }
+            for (const op of pending.ops) this.writes.apply(op);
+          });
+        })
+        .immediate();
+    } catch (error) {
+      outcomes.fill(error);
+    } finally {
+      this.lock.release();
+    }
+    batch.forEach((pending, i) => (outcomes[i] === null ? pending.resolve() : pending.reject(outcomes[i])));
+  }
+
+  async receive(fence: Fence, request: ReceiveRequest): Promise<ReceiveResult> {
+    return this.lock.run(() =>
+      this.db
+        .transaction((): ReceiveResult => {
+          if (!this.writes.fenceHolds(fence)) throw fenced(fence);
+          return this.writes.receive(request);
+        })
+        .immediate(),
+    );
+  }
+
+  async transaction(fence: Fence, body: (sql: SqlClient) => Promise<StepRecord>): Promise<void> {
+    await this.lock.run(async () => {
+      this.db.exec("BEGIN IMMEDIATE");
+      try {
+        if (!this.writes.fenceHolds(fence)) throw fenced(fence);
+        const step = await body(this.sqlClient());
+        this.writes.apply({ type: "step", step });
+        this.db.exec("COMMIT");
+      } catch (error) {
+        if (this.db.inTransaction) this.db.exec("ROLLBACK");
+        throw error;
+      }
+    });
+  }
+
+  private sqlClient(): SqlClient {
+    const db = this.db;
+    return {
+      async query<Row>(text: string, params: unknown[] = []): Promise<Row[]> {
+        const q = positionalPlaceholders(text, params);
+        return db.prepare(q.text).all(...q.params) as Row[];
+      },
+      async execute(text: string, params: unknown[] = []): Promise<{ rowCount: number }> {
+        const q = positionalPlaceholders(text, params);
+        return { rowCount: db.prepare(q.text).run(...q.params).changes };
+      },
+    };
+  }
+
+  async getRun(id: string): Promise<RunRow | undefined> {
+    const raw = this.db.prepare(`${RUN_SELECT} WHERE r.id = ?`).get(id) as Raw | undefined;
+    return raw === undefined ? undefined : toRunRow(raw);
+  }
+
+  async listRuns(filter: RunFilter): Promise<RunRow[]> {
+    const rows = this.db
+      .prepare(
+        `${RUN_SELECT} WHERE (?1 IS NULL OR r.status = ?1) AND (?2 IS NULL OR r.workflow = ?2)
+         AND (?3 IS NULL OR r.parent_id = ?3) ORDER BY r.created_at DESC, r.id LIMIT ?4`,
+      )
+      .all(filter.status ?? null, filter.workflow ?? null, filter.parentId ?? null, filter.limit ?? 100) as Raw[];
+    return rows.map(toRunRow);
+  }
+
+  async loadJournal(runId: string): Promise<StepRow[]> {
+    const rows = this.db
+      .prepare(
+        `SELECT s.*, COALESCE(s.output, p.body) AS output_text FROM cairn_steps s
+         LEFT JOIN cairn_payloads p ON p.hash = s.output_hash WHERE s.run_id = ? ORDER BY s.seq`,
+      )
+      .all(runId) as Raw[];
+    return rows.map(toStepRow);
+  }
+
+  async getEvent(runId: string, key: string): Promise<string | undefined> {
+    const row = this.db
+      .prepare(
+        `SELECT COALESCE(e.value, p.body) AS v FROM cairn_events e LEFT JOIN cairn_payloads p ON p.hash = e.value_hash
+         WHERE e.run_id = ? AND e.key = ?`,
+      )
+      .get(runId, key) as { v: string } | undefined;
+    return row?.v;
+  }
+
+  async claimRuns(request: ClaimRequest): Promise<RunRow[]> {
+    return this.lock.run(() => {
+      const claimed = this.db
+        .prepare(
+          `UPDATE cairn_runs SET
+             recoveries = recoveries + (CASE WHEN status = 'running' THEN 1 ELSE 0 END),
+             status = 'running', executor_id = ?1, wake_at = NULL, updated_at = ?3
+           WHERE id IN (
+             SELECT id FROM cairn_runs
+             WHERE (?2 IS NULL OR app_version = ?2) AND (
+               status = 'enqueued'
+               OR (status = 'waiting' AND wake_at IS NOT NULL AND wake_at <= ?3)
+               OR (status = 'running' AND (executor_id IS NULL
+                   OR executor_id IN (SELECT value FROM json_each(?4))
+                   OR executor_id NOT IN (SELECT id FROM cairn_executors))))
+             ORDER BY created_at LIMIT ?5)
+           RETURNING id`,
+        )
+        .all(request.executorId, request.appVersion, request.now, JSON.stringify(request.deadExecutorIds), request.limit) as {
+        id: string;
+      }[];
+      if (claimed.length === 0) return [];
+      const rows = this.db
+        .prepare(`${RUN_SELECT} WHERE r.id IN (SELECT value FROM json_each(?)) ORDER BY r.created_at`)
+        .all(JSON.stringify(claimed.map((c) => c.id))) as Raw[];
+      return rows.map(toRunRow);
+    });
+  }
+
+  async nextWakeAt(appVersion: string | null): Promise<number | null> {
+    const row = this.db
+      .prepare(
+        `SELECT MIN(wake_at) AS w FROM cairn_runs WHERE status = 'waiting' AND wake_at IS NOT NULL
+         AND (?1 IS NULL OR app_version = ?1)`,
+      )
+      .get(appVersion) as { w: number | null };
+    return row.w;
+  }
+
+  async lostRuns(executorId: string, runIds: string[]): Promise<string[]> {
+    if (runIds.length === 0) return [];
+    const rows = this.db
+      .prepare(
+        `SELECT id FROM cairn_runs WHERE id IN (SELECT value FROM json_each(?1))
+         AND NOT (status = 'running' AND executor_id IS ?2)`,
+      )
+      .all(JSON.stringify(runIds), executorId) as { id: string }[];
+    return rows.map((r) => r.id);
+  }
+
+  async cancelRun(runId: string, error: string, at: number): Promise<string[]> {
+    return this.lock.run(() => this.db.transaction(() => this.writes.cancel(runId, error, at)).immediate());
+  }
+
+  async resumeRun(runId: string, at: number): Promise<boolean> {
+    return this.lock.run(() => this.db.transaction(() => this.writes.resume(runId, at)).immediate());
+  }
+
+  async forkRun(runId: string, fromSeq: number, fork: NewRun): Promise<void> {
+    await this.lock.run(() => this.db.transaction(() => this.writes.fork(runId, fromSeq, fork)).immediate());
+  }
+
+  async registerExecutor(executor: ExecutorRow): Promise<void> {
+    await this.lock.run(() => {
+      this.db
+        .prepare(
+          `INSERT INTO cairn_executors (id, hostname, pid, backend_pid, app_version, started_at, heartbeat_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?)`,
+        )
+        .run(executor.id, executor.hostname, executor.pid, executor.backendPid, executor.appVersion, executor.startedAt, executor.heartbeatAt);
+    });
+  }
+
+  async heartbeat(executorId: string, at: number): Promise<void> {
+    await this.lock.run(() => {
+      this.db.prepare("UPDATE cairn_executors SET heartbeat_at = ? WHERE id = ?").run(at, executorId);
+    });
+  }
+
+  async listExecutors(): Promise<ExecutorRow[]> {
+    return (this.db.prepare("SELECT * FROM cairn_executors ORDER BY started_at").all() as Raw[]).map(toExecutorRow);
+  }
+
+  async liveBackendPids(): Promise<Set<number> | null> {
+    return null;
+  }
+
+  async removeExecutors(ids: string[]): Promise<void> {
+    if (ids.length === 0) return;
+    await this.lock.run(() => {
+      this.db.prepare("DELETE FROM cairn_executors WHERE id IN (SELECT value FROM json_each(?))").run(JSON.stringify(ids));
+    });
+  }
+
+  async query(sql: string): Promise<QueryResult> {
+    const statement = this.db.prepare(sql);
+    if (!statement.readonly || !statement.reader) {
+      throw new TypeError("only read-only queries (SELECT, WITH ... SELECT) are allowed here");
+    }
+    const columns = statement.columns().map((c) => c.name);
+    const rows = statement.all() as Record<string, unknown>[];
+    return { columns, rows };
+  }
+}
+
+const RUN_SELECT = `SELECT r.*, COALESCE(r.input, pi.body) AS input_text, COALESCE(r.output, po.body) AS output_text
+  FROM cairn_runs r
+  LEFT JOIN cairn_payloads pi ON pi.hash = r.input_hash
+  LEFT JOIN cairn_payloads po ON po.hash = r.output_hash`;
+
+function fenced(fence: Fence): FencedError {
+  return new FencedError(`executor ${fence.executorId} no longer owns run ${fence.runId}`, { runId: fence.runId });
+}
+
+function newerSchema(version: number): NotACairnDatabaseError {
+  return new NotACairnDatabaseError(
+    `the database has Cairn schema version ${version}, newer than this Cairn knows (${LATEST_SCHEMA_VERSION}) — upgrade Cairn`,
+  );
+}

@@ -1,0 +1,251 @@
+import type Database from "better-sqlite3";
+import { splitStored } from "../rows.js";
+import type { Fence, NewRun, ReceiveRequest, ReceiveResult, StepRecord, StoredValue, WaitCondition, WriteOp } from "../store.js";
+
+type Statement = Database.Statement;
+
+/**
+ * The SQLite writes, as prepared statements. Every method runs inside a transaction its caller
+ * opened (the store's group commit, or a receive/cancel/resume/fork transaction).
+ */
+export class SqliteWrites {
+  private s!: Record<
+    | "fence"
+    | "payload"
+    | "step"
+    | "run"
+    | "message"
+    | "wakeRun"
+    | "event"
+    | "finish"
+    | "wakeParent"
+    | "suspend"
+    | "inbox"
+    | "consume"
+    | "childFinished",
+    Statement
+  >;
+  private messagePosition = 0;
+
+  constructor(private readonly db: Database.Database) {}
+
+  /** Prepared after migration, once the tables exist. */
+  prepare(): void {
+    const db = this.db;
+    this.s = {
+      fence: db.prepare("SELECT 1 FROM cairn_runs WHERE id = ? AND executor_id = ? AND status = 'running'"),
+      payload: db.prepare(
+        "INSERT INTO cairn_payloads (hash, body, size, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING",
+      ),
+      // A pending row (a wait that began) is the only row a later write may replace.
+      step: db.prepare(
+        `INSERT INTO cairn_steps (run_id, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (run_id, seq) DO UPDATE SET status = excluded.status, output = excluded.output,
+           output_hash = excluded.output_hash, error = excluded.error, finished_at = excluded.finished_at,
+           attempts = excluded.attempts
+         WHERE cairn_steps.status = 'pending'`,
+      ),
+      run: db.prepare(
+        `INSERT INTO cairn_runs (id, workflow, status, input, input_hash, parent_id, parent_seq, root_id, app_version,
+           executor_id, deadline_at, created_at, updated_at, forked_from, forked_from_seq)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+      ),
+      message: db.prepare(
+        `INSERT INTO cairn_messages (id, run_id, topic, body, body_hash, sender, position, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+      ),
+      wakeRun: db.prepare("UPDATE cairn_runs SET wake_at = ?, updated_at = ? WHERE id = ? AND status = 'waiting'"),
+      event: db.prepare(
+        `INSERT INTO cairn_events (run_id, key, value, value_hash, updated_at) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (run_id, key) DO UPDATE SET value = excluded.value, value_hash = excluded.value_hash,
+           updated_at = excluded.updated_at`,
+      ),
+      finish: db.prepare(
+        `UPDATE cairn_runs SET status = ?, output = ?, output_hash = ?, error = ?, finished_at = ?, updated_at = ?,
+           executor_id = NULL, wake_at = NULL WHERE id = ?`,
+      ),
+      wakeParent: db.prepare(
+        `UPDATE cairn_runs SET wake_at = ?1, updated_at = ?1
+         WHERE id = (SELECT parent_id FROM cairn_runs WHERE id = ?2) AND status = 'waiting'`,
+      ),
+      suspend: db.prepare(
+        "UPDATE cairn_runs SET status = 'waiting', executor_id = NULL, wake_at = ?, updated_at = ? WHERE id = ?",
+      ),
+      inbox: db.prepare(
+        `SELECT m.id, COALESCE(m.body, p.body) AS body FROM cairn_messages m
+         LEFT JOIN cairn_payloads p ON p.hash = m.body_hash
+         WHERE m.run_id = ? AND m.topic = ? AND m.consumed_at IS NULL ORDER BY m.position, m.id LIMIT 1`,
+      ),
+      consume: db.prepare("UPDATE cairn_messages SET consumed_by = ?, consumed_at = ? WHERE id = ?"),
+      childFinished: db.prepare(
+        `SELECT 1 FROM cairn_runs WHERE id IN (SELECT value FROM json_each(?))
+         AND status IN ('succeeded', 'failed', 'cancelled') LIMIT 1`,
+      ),
+    };
+  }
+
+  fenceHolds(fence: Fence): boolean {
+    return this.s.fence.get(fence.runId, fence.executorId) !== undefined;
+  }
+
+  apply(op: WriteOp): void {
+    switch (op.type) {
+      case "step":
+        return this.step(op.step);
+      case "run":
+        return this.run(op.run);
+      case "message": {
+        const m = op.message;
+        const [body, hash] = this.stored(m.body, m.createdAt);
+        const position = m.createdAt * 1000 + (this.messagePosition++ % 1000);
+        const inserted = this.s.message.run(m.id, m.runId, m.topic, body, hash, m.sender, position, m.createdAt).changes;
+        if (inserted > 0) this.s.wakeRun.run(m.createdAt, m.createdAt, m.runId);
+        return;
+      }
+      case "event": {
+        const [value, hash] = this.stored(op.value, op.at);
+        this.s.event.run(op.runId, op.key, value, hash, op.at);
+        return;
+      }
+      case "finish": {
+        const [output, hash] = this.stored(op.output, op.at);
+        this.s.finish.run(op.status, output, hash, op.error, op.at, op.at, op.runId);
+        this.s.wakeParent.run(op.at, op.runId);
+        return;
+      }
+      case "suspend":
+        this.s.suspend.run(this.wakeAt(op.runId, op.wait, op.at), op.at, op.runId);
+        return;
+    }
+  }
+
+  /** The time to wake a run that unloads: now if what it waits for already happened. */
+  private wakeAt(runId: string, wait: WaitCondition, now: number): number | null {
+    for (const topic of wait.topics) {
+      if (this.s.inbox.get(runId, topic) !== undefined) return now;
+    }
+    if (wait.childRunIds.length > 0 && this.s.childFinished.get(JSON.stringify(wait.childRunIds)) !== undefined) {
+      return now;
+    }
+    return wait.wakeAt;
+  }
+
+  receive(request: ReceiveRequest): ReceiveResult {
+    const { runId, seq, name, topic, now, deadline } = request;
+    const message = this.s.inbox.get(runId, topic) as { id: string; body: string } | undefined;
+    const base = { runId, seq, name, kind: "recv" as const, error: null, startedAt: now, attempts: 1 };
+    if (message !== undefined) {
+      this.s.consume.run(`${runId}:${seq}`, now, message.id);
+      this.step({ ...base, status: "succeeded", output: { text: message.body, hash: null }, finishedAt: now });
+      return { status: "received", text: message.body };
+    }
+    if (deadline !== null && now >= deadline) {
+      this.step({ ...base, status: "succeeded", output: { text: '{"$c":"undefined"}', hash: null }, finishedAt: now });
+      return { status: "timed-out" };
+    }
+    // The pending row remembers the deadline across unloads and crashes.
+    this.step({ ...base, status: "pending", output: { text: JSON.stringify(deadline), hash: null }, finishedAt: null });
+    return { status: "waiting", deadline };
+  }
+
+  cancel(runId: string, error: string, at: number): string[] {
+    const rows = this.db
+      .prepare(
+        `WITH RECURSIVE tree(id) AS (
+           SELECT id FROM cairn_runs WHERE id = ?1
+           UNION ALL SELECT r.id FROM cairn_runs r JOIN tree t ON r.parent_id = t.id)
+         UPDATE cairn_runs SET status = 'cancelled', error = ?2, executor_id = NULL, wake_at = NULL,
+           finished_at = ?3, updated_at = ?3
+         WHERE id IN (SELECT id FROM tree) AND status NOT IN ('succeeded', 'failed', 'cancelled')
+         RETURNING id`,
+      )
+      .all(runId, error, at) as { id: string }[];
+    if (rows.length > 0) this.s.wakeParent.run(at, runId);
+    return rows.map((r) => r.id);
+  }
+
+  resume(runId: string, at: number): boolean {
+    const changed = this.db
+      .prepare(
+        `UPDATE cairn_runs SET status = 'enqueued', error = NULL, output = NULL, output_hash = NULL, finished_at = NULL,
+           executor_id = NULL, wake_at = NULL, updated_at = ? WHERE id = ? AND status IN ('failed', 'cancelled')`,
+      )
+      .run(at, runId).changes;
+    if (changed === 0) return false;
+    // The failed steps that ended the run are dropped so they run again; failures the workflow
+    // caught and moved past (a later step succeeded) stay part of its history.
+    this.db
+      .prepare(
+        `DELETE FROM cairn_steps WHERE run_id = ?1 AND status = 'failed'
+         AND seq > COALESCE((SELECT MAX(seq) FROM cairn_steps WHERE run_id = ?1 AND status = 'succeeded'), -1)`,
+      )
+      .run(runId);
+    // Descendants cancelled along with it come back too.
+    this.db
+      .prepare(
+        `WITH RECURSIVE tree(id) AS (
+           SELECT id FROM cairn_runs WHERE parent_id = ?1
+           UNION ALL SELECT r.id FROM cairn_runs r JOIN tree t ON r.parent_id = t.id)
+         UPDATE cairn_runs SET status = 'enqueued', error = NULL, finished_at = NULL, updated_at = ?2
+         WHERE id IN (SELECT id FROM tree) AND status = 'cancelled'`,
+      )
+      .run(runId, at);
+    return true;
+  }
+
+  fork(runId: string, fromSeq: number, fork: NewRun): void {
+    this.run(fork);
+    this.db
+      .prepare(
+        `INSERT INTO cairn_steps (run_id, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts)
+         SELECT ?, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts
+         FROM cairn_steps WHERE run_id = ? AND seq < ? AND status <> 'pending'`,
+      )
+      .run(fork.id, runId, fromSeq);
+  }
+
+  private step(step: StepRecord): void {
+    const [output, hash] = this.stored(step.output, step.startedAt);
+    this.s.step.run(
+      step.runId,
+      step.seq,
+      step.name,
+      step.kind,
+      step.status,
+      output,
+      hash,
+      step.error,
+      step.startedAt,
+      step.finishedAt,
+      step.attempts,
+    );
+  }
+
+  private run(run: NewRun): void {
+    const [input, hash] = this.stored(run.input, run.createdAt);
+    this.s.run.run(
+      run.id,
+      run.workflow,
+      run.status,
+      input,
+      hash,
+      run.parentId,
+      run.parentSeq,
+      run.rootId,
+      run.appVersion,
+      run.executorId,
+      run.deadlineAt,
+      run.createdAt,
+      run.createdAt,
+      run.forkedFrom,
+      run.forkedFromSeq,
+    );
+  }
+
+  /** Writes a large value to the payload table once; returns the row's inline and hash columns. */
+  private stored(value: StoredValue | null, at: number): [string | null, string | null] {
+    if (value !== null && value.hash !== null) this.s.payload.run(value.hash, value.text, value.text.length, at);
+    return splitStored(value);
+  }
+}

@@ -1,0 +1,258 @@
+/**
+ * The system database behind Cairn: one async interface, two backends with mirrored file sets
+ * (`sqlite/` on better-sqlite3, the embedded default; `postgres/` on pg, for many processes and
+ * machines). Both hold the same tables and columns (see `migrations.ts`); the engine never
+ * writes SQL of its own.
+ *
+ * Every write made on behalf of a run carries a {@link Fence}: it applies only while that run is
+ * `running` and owned by that executor. A cancelled run, or one whose lease passed to another
+ * executor, refuses the old owner's writes with a `FencedError`, and none of that commit's
+ * operations apply.
+ */
+
+export type RunStatus = "enqueued" | "running" | "waiting" | "succeeded" | "failed" | "cancelled";
+
+export const TERMINAL_STATUSES: readonly RunStatus[] = ["succeeded", "failed", "cancelled"];
+
+/**
+ * What kind of durable operation a journal row records. `step` and `transaction` run user code;
+ * the rest are the engine's own recorded acts.
+ */
+export type StepKind =
+  | "step"
+  | "transaction"
+  | "sleep"
+  | "recv"
+  | "send"
+  | "event"
+  | "child"
+  | "child-result"
+  | "now"
+  | "random"
+  | "uuid"
+  | "patch";
+
+/** `pending` marks a wait that has begun (a `recv` with a deadline) but not ended. */
+export type StepStatus = "succeeded" | "failed" | "pending";
+
+/**
+ * An encoded value on its way to the database. Values longer than the inline limit carry a hash
+ * and are stored once in `cairn_payloads`, referenced from the row (content addressing).
+ */
+export interface StoredValue {
+  text: string;
+  hash: string | null;
+}
+
+export interface Fence {
+  runId: string;
+  executorId: string;
+}
+
+export interface StepRecord {
+  runId: string;
+  seq: number;
+  name: string;
+  kind: StepKind;
+  status: StepStatus;
+  output: StoredValue | null;
+  /** JSON of an ErrorRecord. */
+  error: string | null;
+  startedAt: number;
+  finishedAt: number | null;
+  attempts: number;
+}
+
+/** A journal row as read back: the payload is already resolved to its text. */
+export interface StepRow {
+  runId: string;
+  seq: number;
+  name: string;
+  kind: StepKind;
+  status: StepStatus;
+  output: string | null;
+  outputHash: string | null;
+  error: string | null;
+  startedAt: number;
+  finishedAt: number | null;
+  attempts: number;
+}
+
+export interface NewRun {
+  id: string;
+  workflow: string;
+  status: "enqueued" | "running";
+  input: StoredValue;
+  parentId: string | null;
+  parentSeq: number | null;
+  rootId: string;
+  appVersion: string;
+  executorId: string | null;
+  deadlineAt: number | null;
+  createdAt: number;
+  forkedFrom: string | null;
+  forkedFromSeq: number | null;
+}
+
+export interface RunRow {
+  id: string;
+  workflow: string;
+  status: RunStatus;
+  input: string;
+  output: string | null;
+  error: string | null;
+  parentId: string | null;
+  parentSeq: number | null;
+  rootId: string;
+  appVersion: string;
+  executorId: string | null;
+  wakeAt: number | null;
+  deadlineAt: number | null;
+  createdAt: number;
+  updatedAt: number;
+  finishedAt: number | null;
+  recoveries: number;
+  forkedFrom: string | null;
+  forkedFromSeq: number | null;
+}
+
+export interface MessageRecord {
+  /** Idempotency: a sender inside a run uses `runId:seq`, so a replayed send inserts nothing. */
+  id: string;
+  runId: string;
+  topic: string;
+  body: StoredValue;
+  sender: string | null;
+  createdAt: number;
+}
+
+/** What a run that unloads itself waits for; the store wakes it at once if any is already true. */
+export interface WaitCondition {
+  wakeAt: number | null;
+  topics: string[];
+  childRunIds: string[];
+}
+
+export type WriteOp =
+  | { type: "step"; step: StepRecord }
+  | { type: "run"; run: NewRun }
+  | { type: "message"; message: MessageRecord }
+  | { type: "event"; runId: string; key: string; value: StoredValue; at: number }
+  | {
+      type: "finish";
+      runId: string;
+      status: "succeeded" | "failed";
+      output: StoredValue | null;
+      error: string | null;
+      at: number;
+    }
+  | { type: "suspend"; runId: string; wait: WaitCondition; at: number };
+
+export interface ReceiveRequest {
+  runId: string;
+  seq: number;
+  name: string;
+  topic: string;
+  now: number;
+  /** Absolute time after which the receive ends empty-handed; null waits forever. */
+  deadline: number | null;
+}
+
+export type ReceiveResult =
+  | { status: "received"; text: string }
+  | { status: "timed-out" }
+  | { status: "waiting"; deadline: number | null };
+
+export interface ExecutorRow {
+  id: string;
+  hostname: string;
+  pid: number;
+  /** The PostgreSQL backend (session) pid of the executor's listening connection; null on SQLite. */
+  backendPid: number | null;
+  appVersion: string;
+  startedAt: number;
+  heartbeatAt: number;
+}
+
+export interface ClaimRequest {
+  executorId: string;
+  /** null claims runs of every version. */
+  appVersion: string | null;
+  now: number;
+  /** Executors known to be dead: their running runs are taken over. */
+  deadExecutorIds: string[];
+  limit: number;
+}
+
+export interface RunFilter {
+  status?: RunStatus;
+  workflow?: string;
+  parentId?: string;
+  limit?: number;
+}
+
+/** Runs SQL inside a transactional step; placeholders are `$1, $2, ...` on both backends. */
+export interface SqlClient {
+  query<Row = Record<string, unknown>>(text: string, params?: unknown[]): Promise<Row[]>;
+  execute(text: string, params?: unknown[]): Promise<{ rowCount: number }>;
+}
+
+export interface QueryResult {
+  columns: string[];
+  rows: Record<string, unknown>[];
+}
+
+export interface Store {
+  readonly backend: "sqlite" | "postgres";
+  /** Creates or upgrades the schema. Safe to call from many processes at once. */
+  migrate(): Promise<void>;
+  /** Throws NotACairnDatabaseError unless the schema exists (used by the CLI, which never creates). */
+  assertCairnDatabase(): Promise<void>;
+  close(): Promise<void>;
+
+  /**
+   * Applies `ops` atomically, after the fence holds (null: no fence). Concurrent commits are
+   * grouped into one database transaction (group commit); each caller resumes only after its own
+   * ops are durable, and a refused fence fails only its own commit.
+   */
+  commit(fence: Fence | null, ops: WriteOp[]): Promise<void>;
+  /** Consumes the oldest unconsumed message on the topic and records the step, in one transaction. */
+  receive(fence: Fence, request: ReceiveRequest): Promise<ReceiveResult>;
+  /**
+   * Opens a transaction, lets `body` run SQL in it and build the step record, then writes the
+   * record and commits both together (or neither).
+   */
+  transaction(fence: Fence, body: (sql: SqlClient) => Promise<StepRecord>): Promise<void>;
+
+  getRun(id: string): Promise<RunRow | undefined>;
+  listRuns(filter: RunFilter): Promise<RunRow[]>;
+  loadJournal(runId: string): Promise<StepRow[]>;
+  getEvent(runId: string, key: string): Promise<string | undefined>;
+
+  /** Takes enqueued runs, due waiting runs and the running runs of dead executors. */
+  claimRuns(request: ClaimRequest): Promise<RunRow[]>;
+  /** The earliest `wake_at` among waiting runs this executor may claim. */
+  nextWakeAt(appVersion: string | null): Promise<number | null>;
+  /** Ids of this executor's runs that are no longer `running` under it (cancelled, taken over). */
+  lostRuns(executorId: string, runIds: string[]): Promise<string[]>;
+
+  /** Cancels the run and its unfinished descendants; returns the ids it cancelled. */
+  cancelRun(runId: string, error: string, at: number): Promise<string[]>;
+  /**
+   * Puts a cancelled or failed run (and its cancelled descendants) back in the queue, dropping the
+   * trailing failed steps that ended it. Returns false if the run is not cancelled or failed.
+   */
+  resumeRun(runId: string, at: number): Promise<boolean>;
+  /** Creates a new run with the journal of `runId` below `fromSeq`. */
+  forkRun(runId: string, fromSeq: number, fork: NewRun): Promise<void>;
+
+  registerExecutor(executor: ExecutorRow): Promise<void>;
+  heartbeat(executorId: string, at: number): Promise<void>;
+  listExecutors(): Promise<ExecutorRow[]>;
+  /** Backend pids of live database sessions (PostgreSQL); null where the backend has no sessions. */
+  liveBackendPids(): Promise<Set<number> | null>;
+  removeExecutors(ids: string[]): Promise<void>;
+
+  /** Read-only SQL for the CLI and dashboards. Refuses anything that writes. */
+  query(sql: string): Promise<QueryResult>;
+}
