@@ -105,3 +105,13 @@ export function positionalPlaceholders(text: string, params: readonly unknown[])
   }
   return { text: out, params: ordered };
 }
+
+/**
+ * Binds numbered parameters (`?1, ?2, ...`) for better-sqlite3, which takes them only as an
+ * object keyed by number.
+ */
+export function numbered(...values: unknown[]): Record<number, unknown> {
+  const out: Record<number, unknown> = {};
+  values.forEach((value, i) => (out[i + 1] = value));
+  return out;
+}

@@ -181,6 +181,8 @@ export interface ClaimRequest {
   now: number;
   /** Executors known to be dead: their running runs are taken over. */
   deadExecutorIds: string[];
+  /** Only runs of these workflows (the ones this executor has code for). */
+  workflows: string[];
   limit: number;
 }
 

@@ -2,7 +2,7 @@ import Database from "better-sqlite3";
 import { FencedError, NotACairnDatabaseError } from "../../errors.js";
 import { Mutex } from "../mutex.js";
 import { LATEST_SCHEMA_VERSION, MIGRATIONS, MIGRATIONS_TABLE } from "../migrations.js";
-import { positionalPlaceholders, toExecutorRow, toRunRow, toStepRow } from "../rows.js";
+import { numbered, positionalPlaceholders, toExecutorRow, toRunRow, toStepRow } from "../rows.js";
 import type {
   ClaimRequest,
   ExecutorRow,
@@ -190,7 +190,7 @@ export class SqliteStore implements Store {
         `${RUN_SELECT} WHERE (?1 IS NULL OR r.status = ?1) AND (?2 IS NULL OR r.workflow = ?2)
          AND (?3 IS NULL OR r.parent_id = ?3) ORDER BY r.created_at DESC, r.id LIMIT ?4`,
       )
-      .all(filter.status ?? null, filter.workflow ?? null, filter.parentId ?? null, filter.limit ?? 100) as Raw[];
+      .all(numbered(filter.status ?? null, filter.workflow ?? null, filter.parentId ?? null, filter.limit ?? 100)) as Raw[];
     return rows.map(toRunRow);
   }
 
@@ -223,7 +223,7 @@ export class SqliteStore implements Store {
              status = 'running', executor_id = ?1, wake_at = NULL, updated_at = ?3
            WHERE id IN (
              SELECT id FROM cairn_runs
-             WHERE (?2 IS NULL OR app_version = ?2) AND (
+             WHERE (?2 IS NULL OR app_version = ?2) AND workflow IN (SELECT value FROM json_each(?6)) AND (
                status = 'enqueued'
                OR (status = 'waiting' AND wake_at IS NOT NULL AND wake_at <= ?3)
                OR (status = 'running' AND (executor_id IS NULL
@@ -232,7 +232,16 @@ export class SqliteStore implements Store {
              ORDER BY created_at LIMIT ?5)
            RETURNING id`,
         )
-        .all(request.executorId, request.appVersion, request.now, JSON.stringify(request.deadExecutorIds), request.limit) as {
+        .all(
+          numbered(
+            request.executorId,
+            request.appVersion,
+            request.now,
+            JSON.stringify(request.deadExecutorIds),
+            request.limit,
+            JSON.stringify(request.workflows),
+          ),
+        ) as {
         id: string;
       }[];
       if (claimed.length === 0) return [];
@@ -249,7 +258,7 @@ export class SqliteStore implements Store {
         `SELECT MIN(wake_at) AS w FROM cairn_runs WHERE status = 'waiting' AND wake_at IS NOT NULL
          AND (?1 IS NULL OR app_version = ?1)`,
       )
-      .get(appVersion) as { w: number | null };
+      .get(numbered(appVersion)) as { w: number | null };
     return row.w;
   }
 
@@ -260,7 +269,7 @@ export class SqliteStore implements Store {
         `SELECT id FROM cairn_runs WHERE id IN (SELECT value FROM json_each(?1))
          AND NOT (status = 'running' AND executor_id IS ?2)`,
       )
-      .all(JSON.stringify(runIds), executorId) as { id: string }[];
+      .all(numbered(JSON.stringify(runIds), executorId)) as { id: string }[];
     return rows.map((r) => r.id);
   }
 

@@ -1,5 +1,5 @@
 import type Database from "better-sqlite3";
-import { splitStored } from "../rows.js";
+import { numbered, splitStored } from "../rows.js";
 import type { Fence, NewRun, ReceiveRequest, ReceiveResult, StepRecord, StoredValue, WaitCondition, WriteOp } from "../store.js";
 
 type Statement = Database.Statement;
@@ -111,7 +111,7 @@ export class SqliteWrites {
       case "finish": {
         const [output, hash] = this.stored(op.output, op.at);
         this.s.finish.run(op.status, output, hash, op.error, op.at, op.at, op.runId);
-        this.s.wakeParent.run(op.at, op.runId);
+        this.s.wakeParent.run(numbered(op.at, op.runId));
         return;
       }
       case "suspend":
@@ -160,8 +160,8 @@ export class SqliteWrites {
          WHERE id IN (SELECT id FROM tree) AND status NOT IN ('succeeded', 'failed', 'cancelled')
          RETURNING id`,
       )
-      .all(runId, error, at) as { id: string }[];
-    if (rows.length > 0) this.s.wakeParent.run(at, runId);
+      .all(numbered(runId, error, at)) as { id: string }[];
+    if (rows.length > 0) this.s.wakeParent.run(numbered(at, runId));
     return rows.map((r) => r.id);
   }
 
@@ -180,7 +180,7 @@ export class SqliteWrites {
         `DELETE FROM cairn_steps WHERE run_id = ?1 AND status = 'failed'
          AND seq > COALESCE((SELECT MAX(seq) FROM cairn_steps WHERE run_id = ?1 AND status = 'succeeded'), -1)`,
       )
-      .run(runId);
+      .run(numbered(runId));
     // Descendants cancelled along with it come back too.
     this.db
       .prepare(
@@ -190,7 +190,7 @@ export class SqliteWrites {
          UPDATE cairn_runs SET status = 'enqueued', error = NULL, finished_at = NULL, updated_at = ?2
          WHERE id IN (SELECT id FROM tree) AND status = 'cancelled'`,
       )
-      .run(runId, at);
+      .run(numbered(runId, at));
     return true;
   }
 

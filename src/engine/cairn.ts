@@ -1,0 +1,284 @@
+import { randomUUID } from "node:crypto";
+import { CairnError, CancelledError, InvalidSpecError, RunNotFoundError, TimeoutError } from "../errors.js";
+import { openStore } from "../store/open-store.js";
+import { TERMINAL_STATUSES, type RunRow, type Store } from "../store/store.js";
+import { systemClock, type Clock } from "./clock.js";
+import type { WorkflowContext } from "./context.js";
+import { Executor } from "./executor.js";
+import { RunHandle } from "./run-handle.js";
+import type { WorkflowFunction } from "./run-execution.js";
+import { errorText, fromStored, toStored } from "./values.js";
+import { Workflow, type WorkflowHost, type WorkflowOptions } from "./workflow.js";
+
+export interface CairnOptions {
+  /** A SQLite file path (default "cairn.db", or $CAIRN_DATABASE) or a postgres:// URL. */
+  database?: string;
+  /**
+   * The application version runs are recorded under; an executor recovers only its own version's
+   * runs. Default $CAIRN_APP_VERSION, else "default" — so without naming one, every process
+   * recovers every run, and an incompatible code change surfaces as a NonDeterminismError.
+   */
+  appVersion?: string;
+  /** Recover runs of every version. Default false. */
+  recoverAllVersions?: boolean;
+  /** SQLite durability. Default "FULL". */
+  synchronous?: "FULL" | "NORMAL" | "OFF";
+  /** Default 15_000. An executor silent this long is presumed dead and its runs are taken over. */
+  leaseMs?: number;
+  /** How often to look for work written by other processes. Default 200 (SQLite), 500 (PostgreSQL). */
+  pollIntervalMs?: number;
+  /** Default 1000. */
+  maxConcurrentRuns?: number;
+  clock?: Clock;
+  /** Where errors that belong to no caller go (a failed poll). Default: console.error. */
+  onError?: (error: unknown) => void;
+  /** Use this store instead of opening `database`. */
+  store?: Store;
+}
+
+export interface ForkOptions {
+  /** The journal entries below this seq are reused; execution resumes at it. */
+  fromSeq: number;
+  /** The new run's id. Default: a UUID. */
+  id?: string;
+}
+
+export interface SendOptions {
+  /** Deduplicates: a second send with the same key inserts nothing. Default: a UUID (no dedup). */
+  idempotencyKey?: string;
+}
+
+/**
+ * The runtime: a registry of workflows, a system database, and (after `launch`) an executor that
+ * runs them. Several Cairn instances — in one process, many processes or many machines — can share
+ * one database.
+ */
+export class Cairn implements WorkflowHost {
+  readonly database: string;
+  readonly appVersion: string;
+  readonly clock: Clock;
+  private readonly storeInstance: Store;
+  private readonly workflows = new Map<string, WorkflowFunction>();
+  private readonly executor: Executor;
+  private migrated: Promise<void> | null = null;
+  private closed = false;
+
+  constructor(options: CairnOptions = {}) {
+    this.database = options.database ?? process.env.CAIRN_DATABASE ?? "cairn.db";
+    this.appVersion = options.appVersion ?? process.env.CAIRN_APP_VERSION ?? "default";
+    this.clock = options.clock ?? systemClock;
+    const leaseMs = options.leaseMs ?? 15_000;
+    if (!Number.isFinite(leaseMs) || leaseMs <= 0) throw new InvalidSpecError("leaseMs", leaseMs, "must be > 0");
+    this.storeInstance =
+      options.store ?? openStore(this.database, options.synchronous === undefined ? {} : { synchronous: options.synchronous });
+    const pollIntervalMs = options.pollIntervalMs ?? (this.storeInstance.backend === "postgres" ? 500 : 200);
+    if (!Number.isFinite(pollIntervalMs) || pollIntervalMs <= 0) {
+      throw new InvalidSpecError("pollIntervalMs", pollIntervalMs, "must be > 0");
+    }
+    this.executor = new Executor(this.storeInstance, this.clock, this.workflows, {
+      appVersion: this.appVersion,
+      recoverAllVersions: options.recoverAllVersions ?? false,
+      leaseMs,
+      pollIntervalMs,
+      maxConcurrentRuns: options.maxConcurrentRuns ?? 1000,
+      onError: options.onError ?? ((error) => console.error("[cairn]", error)),
+    });
+  }
+
+  /** The system database (read it with SQL; do not write to Cairn's tables). */
+  store(): Store {
+    return this.storeInstance;
+  }
+
+  get executorId(): string {
+    return this.executor.executorId;
+  }
+
+  /** Registers a workflow under a unique name. Register every workflow before `launch`. */
+  workflow<Input, Output>(
+    name: string,
+    fn: (ctx: WorkflowContext, input: Input) => Promise<Output>,
+    options: WorkflowOptions<Input> = {},
+  ): Workflow<Input, Output> {
+    if (typeof name !== "string" || name.length === 0) throw new InvalidSpecError("name", name, "a workflow needs a non-empty name");
+    if (this.workflows.has(name)) throw new InvalidSpecError("name", name, "a workflow with this name is already registered");
+    if (typeof fn !== "function") throw new InvalidSpecError("fn", fn, `workflow "${name}" needs a function`);
+    this.workflows.set(name, fn as WorkflowFunction);
+    return new Workflow(this, name, fn, options);
+  }
+
+  /** Migrates the database, registers this executor, and recovers or resumes every run it may. */
+  async launch(): Promise<void> {
+    await this.ready();
+    await this.executor.start();
+  }
+
+  /** Stops this executor; its unfinished runs are taken over by the next executor that looks. */
+  async shutdown(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.executor.stop();
+    await this.storeInstance.close();
+  }
+
+  /** A handle on an existing run (nothing is read until you call a method). */
+  run<Output = unknown>(id: string): RunHandle<Output> {
+    return new RunHandle<Output>(this, id);
+  }
+
+  async startRun(workflow: string, id: string, input: unknown, timeoutMs: number | undefined): Promise<RunHandle> {
+    await this.ready();
+    const stored = toStored(input, `input of workflow "${workflow}"`);
+    const now = this.clock.now();
+    const owned = this.executor.running;
+    await this.storeInstance.commit(null, [
+      {
+        type: "run",
+        run: {
+          id,
+          workflow,
+          status: owned ? "running" : "enqueued",
+          input: stored,
+          parentId: null,
+          parentSeq: null,
+          rootId: id,
+          appVersion: this.appVersion,
+          executorId: owned ? this.executor.executorId : null,
+          deadlineAt: timeoutMs === undefined ? null : now + timeoutMs,
+          createdAt: now,
+          forkedFrom: null,
+          forkedFromSeq: null,
+        },
+      },
+    ]);
+    const row = await this.storeInstance.getRun(id);
+    if (row === undefined) throw new CairnError(`run ${id} vanished right after it was created`);
+    if (row.workflow !== workflow) {
+      throw new InvalidSpecError("id", id, `that run id already belongs to a run of workflow "${row.workflow}"`);
+    }
+    if (owned && row.status === "running" && row.executorId === this.executor.executorId && row.createdAt === now) {
+      this.executor.startCreated(row);
+    }
+    return new RunHandle(this, id);
+  }
+
+  /** Cancels a run and its unfinished descendants; returns the ids cancelled. */
+  async cancel(runId: string): Promise<string[]> {
+    await this.ready();
+    await this.mustGetRun(runId);
+    const error = errorText(new CancelledError(`run ${runId} was cancelled`, { runId }));
+    const ids = await this.storeInstance.cancelRun(runId, error, this.clock.now());
+    this.executor.stopRuns(ids);
+    this.executor.poke();
+    return ids;
+  }
+
+  /** Continues a failed or cancelled run from its journal; false if it was neither. */
+  async resume(runId: string): Promise<boolean> {
+    await this.ready();
+    await this.mustGetRun(runId);
+    const resumed = await this.storeInstance.resumeRun(runId, this.clock.now());
+    this.executor.poke();
+    return resumed;
+  }
+
+  /**
+   * A new run of the same workflow and input that reuses the journal of `runId` below `fromSeq`
+   * and executes from there: replay a run up to a point, then take a different path.
+   */
+  async fork<Output = unknown>(runId: string, options: ForkOptions): Promise<RunHandle<Output>> {
+    await this.ready();
+    const original = await this.mustGetRun(runId);
+    if (!Number.isInteger(options.fromSeq) || options.fromSeq < 0) {
+      throw new InvalidSpecError("fromSeq", options.fromSeq, "must be an integer ≥ 0");
+    }
+    const id = options.id ?? randomUUID();
+    await this.storeInstance.forkRun(runId, options.fromSeq, {
+      id,
+      workflow: original.workflow,
+      status: "enqueued",
+      input: toStored(fromStored(original.input), `input of fork ${id}`),
+      parentId: null,
+      parentSeq: null,
+      rootId: id,
+      appVersion: original.appVersion,
+      executorId: null,
+      deadlineAt: null,
+      createdAt: this.clock.now(),
+      forkedFrom: runId,
+      forkedFromSeq: options.fromSeq,
+    });
+    this.executor.poke();
+    return new RunHandle<Output>(this, id);
+  }
+
+  /**
+   * Sends a message to a run from outside any workflow. Failure semantics: committed when this
+   * resolves; with an idempotencyKey a retried send inserts nothing.
+   */
+  async send(runId: string, topic: string, value: unknown, options: SendOptions = {}): Promise<void> {
+    await this.ready();
+    await this.mustGetRun(runId);
+    const now = this.clock.now();
+    await this.storeInstance.commit(null, [
+      {
+        type: "message",
+        message: {
+          id: options.idempotencyKey ?? randomUUID(),
+          runId,
+          topic,
+          body: toStored(value, `message to ${runId} on "${topic}"`),
+          sender: null,
+          createdAt: now,
+        },
+      },
+    ]);
+    this.executor.poke();
+  }
+
+  /** Reads an event a run set with `ctx.setEvent`, waiting up to `timeoutMs` for it to appear. */
+  async getEvent<T = unknown>(runId: string, key: string, options: { timeoutMs?: number } = {}): Promise<T | undefined> {
+    await this.ready();
+    const deadline = Date.now() + (options.timeoutMs ?? 0);
+    for (;;) {
+      const text = await this.storeInstance.getEvent(runId, key);
+      if (text !== undefined) return fromStored(text) as T;
+      if (Date.now() >= deadline) return undefined;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(50, deadline - Date.now())));
+    }
+  }
+
+  /** Waits until the run is succeeded, failed or cancelled, and returns its row. */
+  async waitForRun(runId: string, options: { timeoutMs?: number } = {}): Promise<RunRow> {
+    await this.ready();
+    const deadline = options.timeoutMs === undefined ? Infinity : Date.now() + options.timeoutMs;
+    for (;;) {
+      let wake!: () => void;
+      const changed = new Promise<void>((resolve) => (wake = resolve));
+      const unsubscribe = this.executor.onRunChange(runId, wake);
+      try {
+        const run = await this.mustGetRun(runId);
+        if (TERMINAL_STATUSES.includes(run.status)) return run;
+        if (Date.now() >= deadline) throw new TimeoutError(`run ${runId} did not finish within ${options.timeoutMs} ms`, { runId });
+        let timer: NodeJS.Timeout | undefined;
+        const poll = new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.min(100, deadline - Date.now()))));
+        await Promise.race([changed, poll]);
+        clearTimeout(timer);
+      } finally {
+        unsubscribe();
+      }
+    }
+  }
+
+  private async mustGetRun(runId: string): Promise<RunRow> {
+    const run = await this.storeInstance.getRun(runId);
+    if (run === undefined) throw new RunNotFoundError(runId);
+    return run;
+  }
+
+  private ready(): Promise<void> {
+    if (this.closed) return Promise.reject(new CairnError("this Cairn was shut down; create a new one"));
+    this.migrated ??= this.storeInstance.migrate();
+    return this.migrated;
+  }
+}

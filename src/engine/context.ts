@@ -1,0 +1,152 @@
+import type { SqlClient } from "../store/store.js";
+
+/**
+ * What a step function receives. `idempotencyKey` is `runId:seq`: the same on every attempt and
+ * after every crash, so an external service given it can deduplicate.
+ */
+export interface StepCall {
+  idempotencyKey: string;
+  /** 1 for the first attempt in this process. */
+  attempt: number;
+  /** Aborted when the attempt times out, or the run is cancelled or reaches its deadline. */
+  signal: AbortSignal;
+}
+
+export interface BackoffOptions {
+  /** Delay before the second attempt. Default 100. */
+  initialDelayMs?: number;
+  /** Growth per attempt. Default 2. */
+  factor?: number;
+  /** Cap on any one delay. Default 30_000. */
+  maxDelayMs?: number;
+}
+
+export interface StepOptions {
+  /** Further attempts after the first fails. Default 0. */
+  retries?: number;
+  backoff?: BackoffOptions;
+  /**
+   * Whether an error deserves another attempt (when attempts remain). Default: every error except
+   * a TerminalError. A RetryableError is retried whatever this says.
+   */
+  shouldRetry?: (error: unknown) => boolean;
+  /** Per attempt: the attempt's signal is aborted and the attempt fails with a TimeoutError. */
+  timeoutMs?: number;
+}
+
+export interface ChildOptions {
+  /** The child's run id. Default `parentRunId:seq`, stable across replays. */
+  id?: string;
+  /** The child's own deadline; it never outlives its parent's. */
+  timeoutMs?: number;
+}
+
+/** A child run started from a workflow. */
+export interface ChildHandle<Output> {
+  readonly id: string;
+  /**
+   * Waits for the child to finish and returns its output (or throws its error). A durable wait: it
+   * takes a seq, the parent unloads while the child runs, and the outcome is recorded in the
+   * parent's journal.
+   */
+  result(): Promise<Output>;
+}
+
+export interface RecvOptions {
+  /** Give up after this long and return undefined. Default: wait forever. */
+  timeoutMs?: number;
+}
+
+/** Something `ctx.child` can start: a workflow registered with `cairn.workflow`. */
+export interface ChildWorkflow<Input, Output> {
+  readonly name: string;
+  /** @internal phantom types */
+  readonly __types?: { input: Input; output: Output };
+}
+
+/**
+ * The run context: the only door from workflow code to the outside world. Every method is a
+ * durable operation that takes the next `seq` synchronously, in program order, when it is called,
+ * and records its outcome before the workflow sees it. On replay a recorded operation returns its
+ * record without acting again; a recorded name that differs from the called one fails the run with
+ * a NonDeterminismError.
+ */
+export interface WorkflowContext {
+  readonly runId: string;
+  readonly workflowName: string;
+
+  /**
+   * Runs `fn` as a step and records its result (or its final error).
+   *
+   * Failure semantics: the result is committed before this promise resolves. A crash while `fn`
+   * runs, or after it returned but before the commit, runs `fn` again on recovery (at least once),
+   * with the same `idempotencyKey`. Retries and their backoff happen in memory; a crash starts the
+   * attempt count again at 1. A step that exhausts its retries records its error, and replay throws
+   * that same error.
+   */
+  step<T>(name: string, fn: (call: StepCall) => Promise<T> | T, options?: StepOptions): Promise<T>;
+
+  /**
+   * Runs `fn` inside a database transaction on Cairn's own database and commits its writes together
+   * with the step's checkpoint: exactly once. Placeholders are `$1, $2, ...` on both backends.
+   *
+   * Failure semantics: a crash before the commit rolls back both the user's writes and the
+   * checkpoint; recovery runs `fn` again in a new transaction. If `fn` throws, its writes are
+   * rolled back and the error is recorded.
+   */
+  transaction<T>(name: string, fn: (sql: SqlClient) => Promise<T>): Promise<T>;
+
+  /**
+   * Sleeps durably. The wake-up time is recorded when the sleep begins; the run unloads (holding
+   * no memory) and a timer row wakes it. Failure semantics: a restart before the wake-up time
+   * sleeps only the remainder; after it, the sleep ends at once.
+   */
+  sleep(name: string, delayMs: number): Promise<void>;
+  /** Sleeps durably until an absolute time. Same semantics as `sleep`. */
+  sleepUntil(name: string, until: Date | number): Promise<void>;
+
+  /** The current time in ms, recorded: replay returns the same value. */
+  now(): Promise<number>;
+  /** A random number in [0, 1), recorded. */
+  random(): Promise<number>;
+  /** A random UUID, recorded. */
+  uuid(): Promise<string>;
+
+  /**
+   * Sends a message to another run's mailbox. Failure semantics: idempotent; the message id is
+   * `runId:seq`, so a send repeated by replay after a crash inserts nothing.
+   */
+  send(runId: string, topic: string, value: unknown): Promise<void>;
+
+  /**
+   * Receives the oldest unconsumed message on `topic` sent to this run, or undefined after
+   * `timeoutMs`. The run unloads while it waits. Failure semantics: exactly once — the message is
+   * marked consumed in the same transaction that records this step; the timeout's deadline is
+   * recorded when the wait begins, so a restart does not extend it.
+   */
+  recv<T = unknown>(topic: string, options?: RecvOptions): Promise<T | undefined>;
+
+  /**
+   * Publishes a key/value pair others read with `cairn.getEvent`. Failure semantics: the event and
+   * the step's checkpoint commit together; the last value set wins.
+   */
+  setEvent(key: string, value: unknown): Promise<void>;
+
+  /**
+   * Starts a child run. Its deadline is at most its parent's; cancelling the parent cancels it.
+   * Failure semantics: the child's row and the parent's record of it commit together, under an id
+   * stable across replays, so a crash never starts the child twice.
+   */
+  child<Input, Output>(
+    workflow: ChildWorkflow<Input, Output>,
+    input: Input,
+    options?: ChildOptions,
+  ): Promise<ChildHandle<Output>>;
+
+  /**
+   * Lets code change under in-flight runs: returns true for runs that reach this point under the
+   * new code (and records that), false for runs whose journal already went past it under the old
+   * code (it then takes no seq). Branch on it: `if (await ctx.patched("v2-pricing")) ... else ...`.
+   */
+  patched(name: string): Promise<boolean>;
+}

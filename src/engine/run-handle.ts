@@ -1,0 +1,41 @@
+import { RunNotFoundError } from "../errors.js";
+import type { RunStatus } from "../store/store.js";
+import type { Cairn } from "./cairn.js";
+import { errorFromText, fromStored } from "./values.js";
+
+export interface RunStatusInfo {
+  status: RunStatus;
+  /** The run's error, rebuilt with its class (name and code), when it failed or was cancelled. */
+  error?: Error;
+}
+
+/** A handle on a run, from `workflow.start`, `cairn.run(id)` or `cairn.fork`. */
+export class RunHandle<Output = unknown> {
+  constructor(
+    private readonly cairn: Cairn,
+    readonly id: string,
+  ) {}
+
+  async status(): Promise<RunStatusInfo> {
+    const run = await this.cairn.store().getRun(this.id);
+    if (run === undefined) throw new RunNotFoundError(this.id);
+    return run.error !== null && run.status !== "succeeded" ? { status: run.status, error: errorFromText(run.error) } : { status: run.status };
+  }
+
+  /** Resolves with the run's output once it succeeds; rejects with its error if it fails or is cancelled. */
+  async result(): Promise<Output> {
+    const run = await this.cairn.waitForRun(this.id);
+    if (run.status === "succeeded") return fromStored(run.output) as Output;
+    throw errorFromText(run.error ?? '{"name":"Error","message":"run ended without an error record"}');
+  }
+
+  /** Cancels the run and its descendants; a running run stops at its next step boundary. */
+  async cancel(): Promise<string[]> {
+    return this.cairn.cancel(this.id);
+  }
+
+  /** Continues a failed or cancelled run from its journal. */
+  async resume(): Promise<boolean> {
+    return this.cairn.resume(this.id);
+  }
+}

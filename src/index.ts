@@ -1,0 +1,33 @@
+export { Cairn, type CairnOptions, type ForkOptions, type SendOptions } from "./engine/cairn.js";
+export { Workflow, type StartOptions, type WorkflowOptions } from "./engine/workflow.js";
+export { RunHandle, type RunStatusInfo } from "./engine/run-handle.js";
+export type {
+  BackoffOptions,
+  ChildHandle,
+  ChildOptions,
+  ChildWorkflow,
+  RecvOptions,
+  StepCall,
+  StepOptions,
+  WorkflowContext,
+} from "./engine/context.js";
+export { systemClock, type Clock } from "./engine/clock.js";
+export type { StandardSchemaV1 } from "./engine/standard-schema.js";
+export type { RunStatus, SqlClient, StepKind, StepStatus } from "./store/store.js";
+export {
+  ApprovalDeniedError,
+  BudgetExceededError,
+  CairnError,
+  CancelledError,
+  InvalidInputError,
+  InvalidSpecError,
+  NonDeterminismError,
+  NotACairnDatabaseError,
+  PermissionDeniedError,
+  RetryableError,
+  RunNotFoundError,
+  TerminalError,
+  TimeoutError,
+  UnserializableError,
+  type CairnErrorCode,
+} from "./errors.js";

@@ -1,0 +1,502 @@
+import pg from "pg";
+import type { PoolClient, QueryConfig } from "pg";
+import { FencedError, NotACairnDatabaseError } from "../../errors.js";
+import { LATEST_SCHEMA_VERSION, MIGRATIONS, MIGRATIONS_TABLE } from "../migrations.js";
+import { toExecutorRow, toRunRow, toStepRow } from "../rows.js";
+import type {
+  ClaimRequest,
+  ExecutorRow,
+  Fence,
+  NewRun,
+  QueryResult,
+  ReceiveRequest,
+  ReceiveResult,
+  RunFilter,
+  RunRow,
+  SqlClient,
+  StepRecord,
+  StepRow,
+  Store,
+  WriteOp,
+} from "../store.js";
+import { PostgresSession } from "./postgres-session.js";
+import { PostgresWrites } from "./postgres-writes.js";
+
+export interface PostgresStoreOptions {
+  /** Connections in the pool (default 10). A transactional step holds one for its whole body. */
+  poolSize?: number;
+  /** Every transaction is read-only (the CLI's read commands). */
+  readonly?: boolean;
+}
+
+interface PendingCommit {
+  fence: Fence | null;
+  ops: WriteOp[];
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+type Raw = Record<string, unknown>;
+
+/**
+ * int8 (BIGINT: every time column, COUNT, MIN) parses to a number on this store's connections
+ * only; pg's global parsers stay as the application set them. Milliseconds fit a double exactly.
+ */
+const INT8_OID = 20;
+const TYPES = {
+  getTypeParser: ((oid: number, format?: "text" | "binary") =>
+    oid === INT8_OID && format !== "binary"
+      ? (value: string) => Number(value)
+      : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+};
+
+/** Key of the advisory lock that makes concurrent `migrate()` calls take turns ("cairn" in ASCII). */
+const MIGRATION_LOCK = 0x636169726e;
+
+/** Deadlocks (40P01) and serialization failures (40001) abort a transaction that may simply run again. */
+const RETRYABLE_SQLSTATES = new Set(["40P01", "40001"]);
+const MAX_ATTEMPTS = 5;
+
+/**
+ * The scale-out backend: many executor processes, on many machines, share one PostgreSQL.
+ *
+ * Group commit: at most one flush is in flight; commits that arrive meanwhile queue, and the next
+ * flush takes them all. A batch of fenced commits that only write steps (the steady state of
+ * running workflows) is one autocommitted statement — one round trip, one WAL flush for the whole
+ * batch. Any other batch is one transaction on one connection: every run row it writes locked in
+ * one statement, then each commit's ops in order.
+ *
+ * Each store also keeps one dedicated session for its lifetime (`PostgresSession`): its backend
+ * pid is the executor's liveness, and it LISTENs for wake-ups.
+ */
+export class PostgresStore implements Store {
+  readonly backend = "postgres" as const;
+  private readonly pool: pg.Pool;
+  private readonly writes = new PostgresWrites();
+  private queue: PendingCommit[] = [];
+  private flushing: Promise<void> | null = null;
+  private readonly session: PostgresSession;
+
+  constructor(
+    readonly url: string,
+    options: PostgresStoreOptions = {},
+  ) {
+    this.pool = new pg.Pool({
+      connectionString: url,
+      max: options.poolSize ?? 10,
+      types: TYPES,
+      ...(options.readonly ? { options: "-c default_transaction_read_only=on" } : {}),
+    });
+    // An idle pooled connection that breaks (a server restart) is discarded by the pool and the
+    // next checkout opens a new one; without a listener the 'error' event would kill the process.
+    this.pool.on("error", () => undefined);
+    this.session = new PostgresSession(url, TYPES);
+  }
+
+  async migrate(): Promise<void> {
+    await this.inTransaction(async (client) => {
+      await client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK]);
+      await client.query(MIGRATIONS_TABLE);
+      const current = await schemaVersion(client);
+      if (current > LATEST_SCHEMA_VERSION) throw newerSchema(current);
+      for (const migration of MIGRATIONS) {
+        if (migration.version <= current) continue;
+        for (const statement of migration.statements) await client.query(statement);
+        await client.query("INSERT INTO cairn_migrations (version, name, applied_at) VALUES ($1, $2, $3)", [
+          migration.version,
+          migration.name,
+          Date.now(),
+        ]);
+      }
+    });
+  }
+
+  async assertCairnDatabase(): Promise<void> {
+    const table = await this.pool.query<{ present: boolean }>("SELECT to_regclass('cairn_migrations') IS NOT NULL AS present");
+    if (!table.rows[0]?.present) {
+      throw new NotACairnDatabaseError(
+        `${redactedUrl(this.url)} is not a Cairn database (it has no cairn_migrations table) — point --database at the database your application uses`,
+      );
+    }
+    const version = await schemaVersion(this.pool);
+    if (version > LATEST_SCHEMA_VERSION) throw newerSchema(version);
+  }
+
+  async close(): Promise<void> {
+    while (this.flushing !== null) await this.flushing;
+    await this.session.close();
+    await this.pool.end();
+  }
+
+  commit(fence: Fence | null, ops: WriteOp[]): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ fence, ops, resolve, reject });
+      this.flushing ??= this.flushQueue();
+    });
+  }
+
+  /** Drains the queue one batch at a time; never rejects (each batch settles its own callers). */
+  private async flushQueue(): Promise<void> {
+    // Commits made in this turn of the event loop (the steps of a Promise.all) join the first batch.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    while (this.queue.length > 0) {
+      const batch = this.queue;
+      this.queue = [];
+      await this.flush(batch);
+    }
+    this.flushing = null;
+  }
+
+  private async flush(batch: PendingCommit[]): Promise<void> {
+    const outcomes: unknown[] = new Array(batch.length).fill(null);
+    try {
+      await retrying(async () => {
+        outcomes.fill(null);
+        const steps = stepOnly(batch);
+        if (steps !== null) {
+          const held = await this.writes.stepBatch(this.pool, steps);
+          batch.forEach((pending, i) => {
+            if (!held.has(i)) outcomes[i] = fenced(pending.fence!);
+          });
+        } else {
+          await this.inTransaction((client) => this.applyBatch(client, batch, outcomes));
+        }
+      });
+    } catch (error) {
+      outcomes.fill(error);
+    }
+    batch.forEach((pending, i) => (outcomes[i] === null ? pending.resolve() : pending.reject(outcomes[i])));
+  }
+
+  /**
+   * The general path. Every run row the batch will write is locked up front, in one statement
+   * and in id order, which also reads each fence. Only this transaction can change a locked run's
+   * status or owner afterwards, so a fence is read again, in order, only when an earlier commit of
+   * the batch wrote to its run (finished it, suspended it, or inserted it).
+   */
+  private async applyBatch(client: PoolClient, batch: PendingCommit[], outcomes: unknown[]): Promise<void> {
+    const runIds = new Set<string>();
+    const finishing: string[] = [];
+    for (const pending of batch) {
+      if (pending.fence !== null) runIds.add(pending.fence.runId);
+      for (const op of pending.ops) {
+        if (op.type === "message") runIds.add(op.message.runId);
+        if (op.type === "suspend") runIds.add(op.runId);
+        if (op.type === "finish") {
+          runIds.add(op.runId);
+          finishing.push(op.runId);
+        }
+      }
+    }
+    const locked = await this.writes.lockRuns(client, [...runIds], finishing);
+    const touched = new Set<string>();
+    for (const [i, pending] of batch.entries()) {
+      const fence = pending.fence;
+      if (fence !== null) {
+        const owner = locked.get(fence.runId);
+        const holds = touched.has(fence.runId)
+          ? await this.writes.fenceHolds(client, fence)
+          : owner !== undefined && owner.status === "running" && owner.executorId === fence.executorId;
+        if (!holds) {
+          outcomes[i] = fenced(fence);
+          continue;
+        }
+      }
+      for (const op of pending.ops) {
+        // A run inserted by this batch: its row is locked before a suspend reads its inbox.
+        if (op.type === "suspend" && !locked.has(op.runId)) await this.writes.lockRun(client, op.runId);
+        await this.writes.apply(client, op);
+        if (op.type === "run") touched.add(op.run.id);
+        if (op.type === "finish" || op.type === "suspend") touched.add(op.runId);
+      }
+    }
+  }
+
+  async receive(fence: Fence, request: ReceiveRequest): Promise<ReceiveResult> {
+    return retrying(() =>
+      this.inTransaction(async (client) => {
+        if (!(await this.writes.fenceHolds(client, fence))) throw fenced(fence);
+        return this.writes.receive(client, request);
+      }),
+    );
+  }
+
+  async transaction(fence: Fence, body: (sql: SqlClient) => Promise<StepRecord>): Promise<void> {
+    await this.inTransaction(async (client) => {
+      if (!(await this.writes.fenceHolds(client, fence))) throw fenced(fence);
+      const step = await body(sqlClient(client));
+      await this.writes.apply(client, { type: "step", step });
+    });
+  }
+
+  async getRun(id: string): Promise<RunRow | undefined> {
+    const result = await this.pool.query<Raw>({ name: "cairn_get_run", text: `${RUN_SELECT} WHERE r.id = $1`, values: [id] });
+    const raw = result.rows[0];
+    return raw === undefined ? undefined : toRunRow(raw);
+  }
+
+  async listRuns(filter: RunFilter): Promise<RunRow[]> {
+    const result = await this.pool.query<Raw>({
+      name: "cairn_list_runs",
+      text: `${RUN_SELECT} WHERE ($1::text IS NULL OR r.status = $1) AND ($2::text IS NULL OR r.workflow = $2)
+             AND ($3::text IS NULL OR r.parent_id = $3) ORDER BY r.created_at DESC, r.id LIMIT $4`,
+      values: [filter.status ?? null, filter.workflow ?? null, filter.parentId ?? null, filter.limit ?? 100],
+    });
+    return result.rows.map(toRunRow);
+  }
+
+  async loadJournal(runId: string): Promise<StepRow[]> {
+    const result = await this.pool.query<Raw>({
+      name: "cairn_journal",
+      text: `SELECT s.*, COALESCE(s.output, p.body) AS output_text FROM cairn_steps s
+             LEFT JOIN cairn_payloads p ON p.hash = s.output_hash WHERE s.run_id = $1 ORDER BY s.seq`,
+      values: [runId],
+    });
+    return result.rows.map(toStepRow);
+  }
+
+  async getEvent(runId: string, key: string): Promise<string | undefined> {
+    const result = await this.pool.query<{ v: string }>({
+      name: "cairn_get_event",
+      text: `SELECT COALESCE(e.value, p.body) AS v FROM cairn_events e LEFT JOIN cairn_payloads p ON p.hash = e.value_hash
+             WHERE e.run_id = $1 AND e.key = $2`,
+      values: [runId, key],
+    });
+    return result.rows[0]?.v;
+  }
+
+  /** `SKIP LOCKED`: executors claiming at the same moment take different runs instead of queueing. */
+  async claimRuns(request: ClaimRequest): Promise<RunRow[]> {
+    const result = await retrying(() =>
+      this.pool.query<Raw>({
+        name: "cairn_claim",
+        text: `WITH c AS (
+                 UPDATE cairn_runs SET
+                   recoveries = recoveries + (CASE WHEN status = 'running' THEN 1 ELSE 0 END),
+                   status = 'running', executor_id = $1, wake_at = NULL, updated_at = $3
+                 WHERE id IN (
+                   SELECT id FROM cairn_runs
+                   WHERE ($2::text IS NULL OR app_version = $2) AND workflow = ANY($6::text[]) AND (
+                     status = 'enqueued'
+                     OR (status = 'waiting' AND wake_at IS NOT NULL AND wake_at <= $3)
+                     OR (status = 'running' AND (executor_id IS NULL
+                         OR executor_id = ANY($4::text[])
+                         OR executor_id NOT IN (SELECT id FROM cairn_executors))))
+                   ORDER BY created_at LIMIT $5
+                   FOR UPDATE SKIP LOCKED)
+                 RETURNING *)
+               SELECT c.*, COALESCE(c.input, pi.body) AS input_text, COALESCE(c.output, po.body) AS output_text
+               FROM c
+               LEFT JOIN cairn_payloads pi ON pi.hash = c.input_hash
+               LEFT JOIN cairn_payloads po ON po.hash = c.output_hash
+               ORDER BY c.created_at`,
+        values: [
+          request.executorId,
+          request.appVersion,
+          request.now,
+          request.deadExecutorIds,
+          request.limit,
+          request.workflows,
+        ],
+      }),
+    );
+    return result.rows.map(toRunRow);
+  }
+
+  async nextWakeAt(appVersion: string | null): Promise<number | null> {
+    const result = await this.pool.query<{ w: number | null }>({
+      name: "cairn_next_wake",
+      text: `SELECT MIN(wake_at) AS w FROM cairn_runs WHERE status = 'waiting' AND wake_at IS NOT NULL
+             AND ($1::text IS NULL OR app_version = $1)`,
+      values: [appVersion],
+    });
+    return result.rows[0]?.w ?? null;
+  }
+
+  async lostRuns(executorId: string, runIds: string[]): Promise<string[]> {
+    if (runIds.length === 0) return [];
+    const result = await this.pool.query<{ id: string }>({
+      name: "cairn_lost_runs",
+      text: `SELECT id FROM cairn_runs WHERE id = ANY($1::text[])
+             AND NOT (status = 'running' AND executor_id IS NOT DISTINCT FROM $2::text)`,
+      values: [runIds, executorId],
+    });
+    return result.rows.map((r) => r.id);
+  }
+
+  async cancelRun(runId: string, error: string, at: number): Promise<string[]> {
+    return retrying(() => this.inTransaction((client) => this.writes.cancel(client, runId, error, at)));
+  }
+
+  async resumeRun(runId: string, at: number): Promise<boolean> {
+    return retrying(() => this.inTransaction((client) => this.writes.resume(client, runId, at)));
+  }
+
+  async forkRun(runId: string, fromSeq: number, fork: NewRun): Promise<void> {
+    await retrying(() => this.inTransaction((client) => this.writes.fork(client, runId, fromSeq, fork)));
+  }
+
+  async registerExecutor(executor: ExecutorRow): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO cairn_executors (id, hostname, pid, backend_pid, app_version, started_at, heartbeat_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+      [executor.id, executor.hostname, executor.pid, executor.backendPid, executor.appVersion, executor.startedAt, executor.heartbeatAt],
+    );
+  }
+
+  async heartbeat(executorId: string, at: number): Promise<void> {
+    await this.pool.query({
+      name: "cairn_heartbeat",
+      text: "UPDATE cairn_executors SET heartbeat_at = $1 WHERE id = $2",
+      values: [at, executorId],
+    });
+  }
+
+  async listExecutors(): Promise<ExecutorRow[]> {
+    const result = await this.pool.query<Raw>("SELECT * FROM cairn_executors ORDER BY started_at");
+    return result.rows.map(toExecutorRow);
+  }
+
+  async liveBackendPids(): Promise<Set<number> | null> {
+    const result = await this.pool.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE pid IS NOT NULL");
+    return new Set(result.rows.map((r) => r.pid));
+  }
+
+  async removeExecutors(ids: string[]): Promise<void> {
+    if (ids.length === 0) return;
+    await this.pool.query("DELETE FROM cairn_executors WHERE id = ANY($1::text[])", [ids]);
+  }
+
+  /**
+   * Runs inside a READ ONLY transaction that is rolled back, over the extended protocol (which
+   * takes exactly one statement, so `SELECT 1; COMMIT; DELETE ...` cannot slip past it).
+   */
+  async query(sql: string): Promise<QueryResult> {
+    const client = await this.pool.connect();
+    try {
+      await client.query("BEGIN READ ONLY");
+      const result = await client.query<Record<string, unknown>>({ text: sql, queryMode: "extended" } as QueryConfig);
+      return { columns: result.fields.map((f) => f.name), rows: result.rows };
+    } catch (error) {
+      if (sqlState(error) === "25006") {
+        throw new TypeError("only read-only queries (SELECT, WITH ... SELECT) are allowed here", { cause: error });
+      }
+      throw error;
+    } finally {
+      let broken: Error | undefined;
+      await client.query("ROLLBACK").catch((error: unknown) => (broken = error instanceof Error ? error : new Error(String(error))));
+      client.release(broken);
+    }
+  }
+
+  /**
+   * The backend pid of this store's dedicated session (see `PostgresSession`): the executor's
+   * liveness as other executors see it in `pg_stat_activity`. Null once that session is lost.
+   */
+  async sessionPid(): Promise<number | null> {
+    return this.session.pid();
+  }
+
+  /**
+   * Calls `listener` whenever a transaction commits a wake-up on `cairn_wake` (a run enqueued or
+   * resumed, a message sent, a run finished or cancelled, a suspend that found its wait already
+   * over), and once if the session is lost. Notifications are not guaranteed: still poll.
+   */
+  onWake(listener: () => void): void {
+    this.session.onWake(listener);
+  }
+
+  private async inTransaction<T>(fn: (client: PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    let broken: Error | undefined;
+    try {
+      await client.query("BEGIN");
+      const result = await fn(client);
+      await client.query("COMMIT");
+      return result;
+    } catch (error) {
+      await client.query("ROLLBACK").catch((rollbackError: unknown) => {
+        broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
+      });
+      throw error;
+    } finally {
+      // A connection that cannot even roll back is destroyed, not returned to the pool.
+      client.release(broken);
+    }
+  }
+}
+
+const RUN_SELECT = `SELECT r.*, COALESCE(r.input, pi.body) AS input_text, COALESCE(r.output, po.body) AS output_text
+  FROM cairn_runs r
+  LEFT JOIN cairn_payloads pi ON pi.hash = r.input_hash
+  LEFT JOIN cairn_payloads po ON po.hash = r.output_hash`;
+
+/** The fast path applies when every commit is fenced, writes only steps, and no step repeats. */
+function stepOnly(batch: PendingCommit[]): { fence: Fence; steps: StepRecord[] }[] | null {
+  const seen = new Set<string>();
+  const commits: { fence: Fence; steps: StepRecord[] }[] = [];
+  for (const pending of batch) {
+    if (pending.fence === null) return null;
+    const steps: StepRecord[] = [];
+    for (const op of pending.ops) {
+      if (op.type !== "step") return null;
+      const key = `${op.step.runId}\u0000${op.step.seq}`;
+      if (seen.has(key)) return null;
+      seen.add(key);
+      steps.push(op.step);
+    }
+    commits.push({ fence: pending.fence, steps });
+  }
+  return commits;
+}
+
+function sqlClient(client: PoolClient): SqlClient {
+  return {
+    async query<Row = Record<string, unknown>>(text: string, params: unknown[] = []): Promise<Row[]> {
+      return (await client.query(text, params)).rows as Row[];
+    },
+    async execute(text: string, params: unknown[] = []): Promise<{ rowCount: number }> {
+      return { rowCount: (await client.query(text, params)).rowCount ?? 0 };
+    },
+  };
+}
+
+async function retrying<T>(fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (error) {
+      if (attempt >= MAX_ATTEMPTS || !RETRYABLE_SQLSTATES.has(sqlState(error) ?? "")) throw error;
+    }
+  }
+}
+
+async function schemaVersion(db: pg.Pool | PoolClient): Promise<number> {
+  const result = await db.query<{ v: number | null }>("SELECT MAX(version) AS v FROM cairn_migrations");
+  return result.rows[0]?.v ?? 0;
+}
+
+function sqlState(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? code : undefined;
+}
+
+function redactedUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password !== "") parsed.password = "***";
+    return parsed.toString();
+  } catch {
+    return "the database";
+  }
+}
+
+function fenced(fence: Fence): FencedError {
+  return new FencedError(`executor ${fence.executorId} no longer owns run ${fence.runId}`, { runId: fence.runId });
+}
+
+function newerSchema(version: number): NotACairnDatabaseError {
+  return new NotACairnDatabaseError(
+    `the database has Cairn schema version ${version}, newer than this Cairn knows (${LATEST_SCHEMA_VERSION}) — upgrade Cairn`,
+  );
+}

@@ -1,0 +1,410 @@
+import type { ClientBase, Pool } from "pg";
+import { splitStored } from "../rows.js";
+import type { Fence, NewRun, ReceiveRequest, ReceiveResult, StepRecord, StoredValue, WaitCondition, WriteOp } from "../store.js";
+
+/** A connection to run one statement on: a pooled client, inside a transaction or not. */
+type Db = ClientBase;
+
+/** Channel that wakes listening executors: a run became claimable or a waiting run has news. */
+export const WAKE_CHANNEL = "cairn_wake";
+
+/**
+ * The PostgreSQL writes, statement for statement the same as `SqliteWrites`, with these
+ * differences that READ COMMITTED and many processes call for:
+ *
+ * - Each write is one round trip: a large value's payload row rides along as a CTE.
+ * - Waking a run locks its row even when it is not waiting (`CASE` instead of a `WHERE`), and a
+ *   suspend runs only once its own row is locked. Without both, a message committed between a
+ *   suspending run's inbox check and its commit would wake nobody: the sender's conditional update
+ *   would see the run still `running` and skip it, and the run would wait forever. With them, one of
+ *   the two transactions waits for the other and then sees its write.
+ * - The rows a transaction will write are locked first, in id order (`lockRuns`), so that
+ *   concurrent batches wait for each other instead of deadlocking.
+ * - Writes that make a run claimable `NOTIFY cairn_wake` inside the transaction, so listening
+ *   executors hear of it as it commits.
+ *
+ * Every method except `stepBatch` runs inside a transaction its caller opened.
+ */
+export class PostgresWrites {
+  private messagePosition = 0;
+
+  /** Locks the run's row and says whether the fence holds (the run is `running` under it). */
+  async fenceHolds(db: Db, fence: Fence): Promise<boolean> {
+    const result = await db.query({
+      name: "cairn_fence",
+      text: "SELECT 1 FROM cairn_runs WHERE id = $1 AND executor_id = $2 AND status = 'running' FOR UPDATE",
+      values: [fence.runId, fence.executorId],
+    });
+    return result.rows.length > 0;
+  }
+
+  /**
+   * Locks, in one round trip and in id order, the rows of `runIds` and of the parents of
+   * `finishing` (the rows a batch will write), and returns their owner state. Two batches that
+   * touch the same runs — two runs messaging each other at the same moment — then lock them in the
+   * same order, so one waits for the other instead of deadlocking (which PostgreSQL would only
+   * detect after `deadlock_timeout`, a second by default).
+   */
+  async lockRuns(db: Db, runIds: string[], finishing: string[]): Promise<Map<string, { status: string; executorId: string | null }>> {
+    const result = await db.query<{ id: string; status: string; executor_id: string | null }>({
+      name: "cairn_lock_runs",
+      text: `SELECT id, status, executor_id FROM cairn_runs
+             WHERE id = ANY($1::text[]) OR id IN (SELECT parent_id FROM cairn_runs WHERE id = ANY($2::text[]))
+             ORDER BY id FOR UPDATE`,
+      values: [runIds, finishing],
+    });
+    return new Map(result.rows.map((r) => [r.id, { status: r.status, executorId: r.executor_id }]));
+  }
+
+  /** Locks a run's row: a suspend of a run this batch inserted, not yet locked by `lockRuns`. */
+  async lockRun(db: Db, runId: string): Promise<void> {
+    await db.query({ name: "cairn_lock_run", text: "SELECT 1 FROM cairn_runs WHERE id = $1 FOR UPDATE", values: [runId] });
+  }
+
+  /**
+   * Writes the step records of many fenced commits in ONE autocommitted statement (the group
+   * commit's fast path: most commits are a single step). Each commit's fence is checked against
+   * its run's row, share-locked so a concurrent takeover or cancel waits for this statement (or this
+   * statement for it); a commit whose fence fails writes none of its steps or payloads. Returns
+   * the indexes of the commits whose fence held.
+   *
+   * The caller guarantees no (runId, seq) appears twice in the batch (`ON CONFLICT DO UPDATE`
+   * cannot touch one row twice in a statement).
+   */
+  async stepBatch(db: Pool | Db, commits: { fence: Fence; steps: StepRecord[] }[]): Promise<Set<number>> {
+    const cols = {
+      c: [] as number[],
+      runId: [] as string[],
+      seq: [] as number[],
+      name: [] as string[],
+      kind: [] as string[],
+      status: [] as string[],
+      output: [] as (string | null)[],
+      outputHash: [] as (string | null)[],
+      error: [] as (string | null)[],
+      startedAt: [] as number[],
+      finishedAt: [] as (number | null)[],
+      attempts: [] as number[],
+      payload: [] as (string | null)[],
+      payloadSize: [] as (number | null)[],
+    };
+    commits.forEach((commit, i) => {
+      for (const step of commit.steps) {
+        const [output, hash] = splitStored(step.output);
+        cols.c.push(i + 1);
+        cols.runId.push(step.runId);
+        cols.seq.push(step.seq);
+        cols.name.push(step.name);
+        cols.kind.push(step.kind);
+        cols.status.push(step.status);
+        cols.output.push(output);
+        cols.outputHash.push(hash);
+        cols.error.push(step.error);
+        cols.startedAt.push(step.startedAt);
+        cols.finishedAt.push(step.finishedAt);
+        cols.attempts.push(step.attempts);
+        cols.payload.push(hash === null ? null : step.output!.text);
+        cols.payloadSize.push(hash === null ? null : step.output!.text.length);
+      }
+    });
+    const result = await db.query<{ c: number }>({
+      name: "cairn_step_batch",
+      text: `WITH f AS (
+               SELECT f.c FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS f(run_id, executor_id, c)
+               JOIN cairn_runs r ON r.id = f.run_id AND r.executor_id = f.executor_id AND r.status = 'running'
+               ORDER BY r.id FOR SHARE OF r),
+             v AS (
+               SELECT * FROM unnest($3::int[], $4::text[], $5::int[], $6::text[], $7::text[], $8::text[], $9::text[],
+                 $10::text[], $11::text[], $12::bigint[], $13::bigint[], $14::int[], $15::text[], $16::int[])
+                 AS v(c, run_id, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts,
+                   payload, payload_size)
+               WHERE v.c IN (SELECT f.c FROM f)),
+             p AS (
+               INSERT INTO cairn_payloads (hash, body, size, created_at)
+               SELECT DISTINCT ON (output_hash) output_hash, payload, payload_size, started_at FROM v
+               WHERE output_hash IS NOT NULL
+               ON CONFLICT (hash) DO NOTHING),
+             s AS (
+               INSERT INTO cairn_steps (run_id, seq, name, kind, status, output, output_hash, error, started_at,
+                 finished_at, attempts)
+               SELECT run_id, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts FROM v
+               ON CONFLICT (run_id, seq) DO UPDATE SET status = excluded.status, output = excluded.output,
+                 output_hash = excluded.output_hash, error = excluded.error, finished_at = excluded.finished_at,
+                 attempts = excluded.attempts
+               WHERE cairn_steps.status = 'pending')
+           SELECT c FROM f`,
+      values: [
+        commits.map((c) => c.fence.runId),
+        commits.map((c) => c.fence.executorId),
+        cols.c,
+        cols.runId,
+        cols.seq,
+        cols.name,
+        cols.kind,
+        cols.status,
+        cols.output,
+        cols.outputHash,
+        cols.error,
+        cols.startedAt,
+        cols.finishedAt,
+        cols.attempts,
+        cols.payload,
+        cols.payloadSize,
+      ],
+    });
+    return new Set(result.rows.map((r) => Number(r.c) - 1));
+  }
+
+  async apply(db: Db, op: WriteOp): Promise<void> {
+    switch (op.type) {
+      case "step":
+        return this.step(db, op.step);
+      case "run":
+        return this.run(db, op.run);
+      case "message": {
+        const m = op.message;
+        const [body] = splitStored(m.body);
+        const position = m.createdAt * 1000 + (this.messagePosition++ % 1000);
+        await db.query({
+          name: "cairn_message",
+          text: `WITH ${PAYLOAD_CTE},
+                 i AS (
+                   INSERT INTO cairn_messages (id, run_id, topic, body, body_hash, sender, position, created_at)
+                   VALUES ($5, $6, $7, $8, $1, $9, $10, $4) ON CONFLICT (id) DO NOTHING RETURNING run_id),
+                 w AS (${wakeRun("(SELECT run_id FROM i)", "$4")})
+             SELECT pg_notify('${WAKE_CHANNEL}', '') FROM i`,
+          values: [...payloadValues(m.body, m.createdAt), m.id, m.runId, m.topic, body, m.sender, position],
+        });
+        return;
+      }
+      case "event": {
+        const [value] = splitStored(op.value);
+        await db.query({
+          name: "cairn_event",
+          text: `WITH ${PAYLOAD_CTE}
+                 INSERT INTO cairn_events (run_id, key, value, value_hash, updated_at) VALUES ($5, $6, $7, $1, $4)
+                 ON CONFLICT (run_id, key) DO UPDATE SET value = excluded.value, value_hash = excluded.value_hash,
+                   updated_at = excluded.updated_at`,
+          values: [...payloadValues(op.value, op.at), op.runId, op.key, value],
+        });
+        return;
+      }
+      case "finish": {
+        const [output] = splitStored(op.output);
+        await db.query({
+          name: "cairn_finish",
+          text: `WITH ${PAYLOAD_CTE},
+                 f AS (
+                   UPDATE cairn_runs SET status = $5, output = $6, output_hash = $1, error = $7, finished_at = $4,
+                     updated_at = $4, executor_id = NULL, wake_at = NULL
+                   WHERE id = $8 RETURNING parent_id),
+                 w AS (${wakeRun("(SELECT parent_id FROM f)", "$4")} RETURNING status = 'waiting' AS woke)
+             SELECT pg_notify('${WAKE_CHANNEL}', '') FROM w WHERE woke`,
+          values: [...payloadValues(op.output, op.at), op.status, output, op.error, op.runId],
+        });
+        return;
+      }
+      case "suspend":
+        return this.suspend(db, op.runId, op.wait, op.at);
+    }
+  }
+
+  /**
+   * Unloads a run to wait, waking it at once if what it waits for already happened. The caller
+   * holds the run's row lock (see the class comment), so this statement's snapshot includes every
+   * message and child result committed before this transaction could have missed them.
+   */
+  private async suspend(db: Db, runId: string, wait: WaitCondition, now: number): Promise<void> {
+    await db.query({
+      name: "cairn_suspend",
+      text: `WITH s AS (
+               UPDATE cairn_runs SET status = 'waiting', executor_id = NULL, updated_at = $2,
+                 wake_at = CASE
+                   WHEN EXISTS (SELECT 1 FROM cairn_messages m WHERE m.run_id = $1 AND m.topic = ANY($4::text[])
+                                AND m.consumed_at IS NULL) THEN $2
+                   WHEN EXISTS (SELECT 1 FROM cairn_runs c WHERE c.id = ANY($5::text[])
+                                AND c.status IN ('succeeded', 'failed', 'cancelled')) THEN $2
+                   ELSE $3::bigint END
+               WHERE id = $1 RETURNING wake_at)
+           SELECT pg_notify('${WAKE_CHANNEL}', '') FROM s WHERE wake_at <= $2`,
+      values: [runId, now, wait.wakeAt, wait.topics, wait.childRunIds],
+    });
+  }
+
+  async receive(db: Db, request: ReceiveRequest): Promise<ReceiveResult> {
+    const { runId, seq, name, topic, now, deadline } = request;
+    const found = await db.query<{ id: string; body: string }>({
+      name: "cairn_inbox",
+      text: `SELECT m.id, COALESCE(m.body, p.body) AS body FROM cairn_messages m
+             LEFT JOIN cairn_payloads p ON p.hash = m.body_hash
+             WHERE m.run_id = $1 AND m.topic = $2 AND m.consumed_at IS NULL ORDER BY m.position, m.id LIMIT 1`,
+      values: [runId, topic],
+    });
+    const message = found.rows[0];
+    const base = { runId, seq, name, kind: "recv" as const, error: null, startedAt: now, attempts: 1 };
+    if (message !== undefined) {
+      await db.query({
+        name: "cairn_consume",
+        text: "UPDATE cairn_messages SET consumed_by = $1, consumed_at = $2 WHERE id = $3",
+        values: [`${runId}:${seq}`, now, message.id],
+      });
+      await this.step(db, { ...base, status: "succeeded", output: { text: message.body, hash: null }, finishedAt: now });
+      return { status: "received", text: message.body };
+    }
+    if (deadline !== null && now >= deadline) {
+      await this.step(db, { ...base, status: "succeeded", output: { text: '{"$c":"undefined"}', hash: null }, finishedAt: now });
+      return { status: "timed-out" };
+    }
+    // The pending row remembers the deadline across unloads and crashes.
+    await this.step(db, { ...base, status: "pending", output: { text: JSON.stringify(deadline), hash: null }, finishedAt: null });
+    return { status: "waiting", deadline };
+  }
+
+  async cancel(db: Db, runId: string, error: string, at: number): Promise<string[]> {
+    const result = await db.query<{ id: string }>({
+      name: "cairn_cancel",
+      text: `WITH RECURSIVE tree(id) AS (
+               SELECT id FROM cairn_runs WHERE id = $1
+               UNION ALL SELECT r.id FROM cairn_runs r JOIN tree t ON r.parent_id = t.id)
+             UPDATE cairn_runs SET status = 'cancelled', error = $2, executor_id = NULL, wake_at = NULL,
+               finished_at = $3, updated_at = $3
+             WHERE id IN (SELECT id FROM tree) AND status NOT IN ('succeeded', 'failed', 'cancelled')
+             RETURNING id`,
+      values: [runId, error, at],
+    });
+    if (result.rows.length > 0) {
+      // Executors running the cancelled runs hear of it at once, and a waiting parent wakes.
+      await db.query({
+        name: "cairn_wake_parent",
+        text: `WITH w AS (${wakeRun("(SELECT parent_id FROM cairn_runs WHERE id = $2)", "$1")})
+               SELECT pg_notify('${WAKE_CHANNEL}', '')`,
+        values: [at, runId],
+      });
+    }
+    return result.rows.map((r) => r.id);
+  }
+
+  async resume(db: Db, runId: string, at: number): Promise<boolean> {
+    const changed = await db.query({
+      name: "cairn_resume",
+      text: `UPDATE cairn_runs SET status = 'enqueued', error = NULL, output = NULL, output_hash = NULL, finished_at = NULL,
+               executor_id = NULL, wake_at = NULL, updated_at = $1 WHERE id = $2 AND status IN ('failed', 'cancelled')`,
+      values: [at, runId],
+    });
+    if ((changed.rowCount ?? 0) === 0) return false;
+    // The failed steps that ended the run are dropped so they run again; failures the workflow
+    // caught and moved past (a later step succeeded) stay part of its history.
+    await db.query({
+      name: "cairn_resume_steps",
+      text: `DELETE FROM cairn_steps WHERE run_id = $1 AND status = 'failed'
+             AND seq > COALESCE((SELECT MAX(seq) FROM cairn_steps WHERE run_id = $1 AND status = 'succeeded'), -1)`,
+      values: [runId],
+    });
+    // Descendants cancelled along with it come back too.
+    await db.query({
+      name: "cairn_resume_tree",
+      text: `WITH RECURSIVE tree(id) AS (
+               SELECT id FROM cairn_runs WHERE parent_id = $1
+               UNION ALL SELECT r.id FROM cairn_runs r JOIN tree t ON r.parent_id = t.id)
+             UPDATE cairn_runs SET status = 'enqueued', error = NULL, finished_at = NULL, updated_at = $2
+             WHERE id IN (SELECT id FROM tree) AND status = 'cancelled'`,
+      values: [runId, at],
+    });
+    await db.query(`NOTIFY ${WAKE_CHANNEL}`);
+    return true;
+  }
+
+  async fork(db: Db, runId: string, fromSeq: number, fork: NewRun): Promise<void> {
+    await this.run(db, fork);
+    await db.query({
+      name: "cairn_fork_steps",
+      text: `INSERT INTO cairn_steps (run_id, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts)
+             SELECT $1, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts
+             FROM cairn_steps WHERE run_id = $2 AND seq < $3 AND status <> 'pending'`,
+      values: [fork.id, runId, fromSeq],
+    });
+  }
+
+  private async step(db: Db, step: StepRecord): Promise<void> {
+    const [output] = splitStored(step.output);
+    await db.query({
+      name: "cairn_step",
+      // A pending row (a wait that began) is the only row a later write may replace.
+      text: `WITH ${PAYLOAD_CTE}
+             INSERT INTO cairn_steps (run_id, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts)
+             VALUES ($5, $6, $7, $8, $9, $10, $1, $11, $4, $12, $13)
+             ON CONFLICT (run_id, seq) DO UPDATE SET status = excluded.status, output = excluded.output,
+               output_hash = excluded.output_hash, error = excluded.error, finished_at = excluded.finished_at,
+               attempts = excluded.attempts
+             WHERE cairn_steps.status = 'pending'`,
+      values: [
+        ...payloadValues(step.output, step.startedAt),
+        step.runId,
+        step.seq,
+        step.name,
+        step.kind,
+        step.status,
+        output,
+        step.error,
+        step.finishedAt,
+        step.attempts,
+      ],
+    });
+  }
+
+  private async run(db: Db, run: NewRun): Promise<void> {
+    const [input] = splitStored(run.input);
+    await db.query({
+      name: "cairn_run",
+      // A new enqueued run wakes the executors that may claim it.
+      text: `WITH ${PAYLOAD_CTE},
+             i AS (
+               INSERT INTO cairn_runs (id, workflow, status, input, input_hash, parent_id, parent_seq, root_id, app_version,
+                 executor_id, deadline_at, created_at, updated_at, forked_from, forked_from_seq)
+               VALUES ($5, $6, $7, $8, $1, $9, $10, $11, $12, $13, $14, $4, $4, $15, $16) ON CONFLICT (id) DO NOTHING
+               RETURNING status)
+           SELECT pg_notify('${WAKE_CHANNEL}', '') FROM i WHERE status = 'enqueued'`,
+      values: [
+        ...payloadValues(run.input, run.createdAt),
+        run.id,
+        run.workflow,
+        run.status,
+        input,
+        run.parentId,
+        run.parentSeq,
+        run.rootId,
+        run.appVersion,
+        run.executorId,
+        run.deadlineAt,
+        run.forkedFrom,
+        run.forkedFromSeq,
+      ],
+    });
+  }
+}
+
+/**
+ * Writes a large value to the payload table once, in the same statement as the row that refers
+ * to it. Parameters $1..$4: hash (null for an inline value, which inserts nothing), body, size,
+ * created_at; the statement's own parameters start at $5.
+ */
+const PAYLOAD_CTE = `p AS (
+  INSERT INTO cairn_payloads (hash, body, size, created_at)
+  SELECT $1::text, $2::text, $3::int, $4::bigint WHERE $1::text IS NOT NULL
+  ON CONFLICT (hash) DO NOTHING)`;
+
+function payloadValues(value: StoredValue | null, at: number): [string | null, string | null, number | null, number] {
+  if (value === null || value.hash === null) return [null, null, null, at];
+  return [value.hash, value.text, value.text.length, at];
+}
+
+/**
+ * Wakes the run `idSql` at `atSql` if it is waiting. It locks the row either way (the `CASE`),
+ * so it waits for a run that is suspending right now and then sees it waiting.
+ */
+function wakeRun(idSql: string, atSql: string): string {
+  return `UPDATE cairn_runs SET
+      wake_at = CASE WHEN status = 'waiting' THEN ${atSql}::bigint ELSE wake_at END,
+      updated_at = CASE WHEN status = 'waiting' THEN ${atSql}::bigint ELSE updated_at END
+    WHERE id = ${idSql}`;
+}

@@ -1,0 +1,12 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["test/**/*.test.ts"],
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    // Crash tests spawn processes; two workers match this machine's two cores.
+    maxWorkers: 2,
+    globalSetup: ["test/global-setup.ts"],
+  },
+});
