@@ -42,7 +42,6 @@ describe.each(BACKENDS)("steps on $name", (backend) => {
       return "never here";
     });
     await first.launch();
-    await first.workflow === undefined;
     const handle = await (first as any).startRun("two", "r1", null, undefined);
     await new Promise((resolve) => setTimeout(resolve, 100));
     await first.shutdown();
