@@ -439,8 +439,8 @@ export class RunExecution implements WorkflowContext {
     const step = this.record(seq, name, "sleep", now, { output: toStored(wakeAt, "") }, 1);
     this.active++;
     return this.write([{ type: "step", step }])
-      .then((ok) => (ok ? this.sleepTo(seq, wakeAt) : never<void>()))
-      .finally(() => this.settleActive());
+      .finally(() => this.settleActive())
+      .then((ok) => (ok ? this.sleepTo(seq, wakeAt) : never<void>()));
   }
 
   private sleepTo(seq: number, wakeAt: number): Promise<void> {

@@ -1,0 +1,80 @@
+/**
+ * Summaries of timing samples, and the number formats the report prints. Durations are kept in
+ * microseconds (`…Us`) because a durable step on a fast disk costs a few hundred of them.
+ */
+
+/** One timed loop: per-operation latencies and the wall time of the whole loop. */
+export interface Timing {
+  /** How many operations the loop did (steps, or rows). */
+  operations: number;
+  elapsedMs: number;
+  /** Per-operation latency samples, in microseconds; may be empty when none were taken. */
+  latenciesUs: number[];
+}
+
+export interface TimingSummary {
+  operationsPerSecond: number;
+  p50Us: number | null;
+  p99Us: number | null;
+}
+
+export function summarize(timing: Timing): TimingSummary {
+  const sorted = [...timing.latenciesUs].sort((a, b) => a - b);
+  return {
+    operationsPerSecond: timing.elapsedMs > 0 ? (timing.operations * 1000) / timing.elapsedMs : 0,
+    p50Us: sorted.length === 0 ? null : percentile(sorted, 50),
+    p99Us: sorted.length === 0 ? null : percentile(sorted, 99),
+  };
+}
+
+/** Nearest-rank percentile of an ascending array. */
+export function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) throw new RangeError("percentile of no samples");
+  const rank = Math.ceil((p / 100) * sorted.length);
+  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1]!;
+}
+
+/** The median, or null for no values (a measurement that never ran). */
+export function median(values: readonly (number | null)[]): number | null {
+  const present = values.filter((v): v is number => v !== null).sort((a, b) => a - b);
+  if (present.length === 0) return null;
+  const mid = present.length >> 1;
+  return present.length % 2 === 1 ? present[mid]! : (present[mid - 1]! + present[mid]!) / 2;
+}
+
+/** The medians, field by field, of a list of summaries from repeated rounds. */
+export function medianSummary(rounds: readonly TimingSummary[]): TimingSummary {
+  return {
+    operationsPerSecond: median(rounds.map((r) => r.operationsPerSecond)) ?? 0,
+    p50Us: median(rounds.map((r) => r.p50Us)),
+    p99Us: median(rounds.map((r) => r.p99Us)),
+  };
+}
+
+export function formatCount(value: number | null): string {
+  return value === null ? "—" : Math.round(value).toLocaleString("en-US");
+}
+
+export function formatRatio(value: number | null): string {
+  return value === null ? "—" : `${value.toFixed(2)}×`;
+}
+
+export function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`;
+  return `${(bytes / (1024 * 1024)).toFixed(2)} MB`;
+}
+
+/** A plain-text table: the first row is the header; numeric-looking cells are right-aligned. */
+export function renderTable(rows: readonly (readonly string[])[]): string {
+  const widths: number[] = [];
+  for (const row of rows) row.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, cell.length)));
+  const line = (row: readonly string[]): string =>
+    row
+      .map((cell, i) => (/^[\d,.—×≥µ%+ -]+$/.test(cell) && i > 0 ? cell.padStart(widths[i]!) : cell.padEnd(widths[i]!)))
+      .join("  ")
+      .trimEnd();
+  const [header, ...body] = rows;
+  if (header === undefined) return "";
+  return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...body.map(line)].join("\n");
+}
