@@ -178,6 +178,10 @@ export function errorFromRecord(record: ErrorRecord): Error {
   let error: Error;
   if (known !== undefined) {
     error = new known(record.message, options);
+  } else if (record.name === "InvalidSpecError" || record.name === "RunNotFoundError") {
+    // Their constructors build the message from parts; the record already holds the message.
+    const base = record.name === "InvalidSpecError" ? new InvalidSpecError("", undefined, "") : new RunNotFoundError("");
+    error = Object.assign(base, { message: record.message, runId: options.runId, seq: options.seq });
   } else {
     error = new Error(record.message, options.cause === undefined ? undefined : { cause: options.cause });
     error.name = record.name;

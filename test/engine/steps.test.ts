@@ -36,13 +36,13 @@ describe.each(BACKENDS)("steps on $name", (backend) => {
     let gate!: () => void;
     const blocked = new Promise<void>((resolve) => (gate = resolve));
     const calls: string[] = [];
-    first.workflow("two", async (ctx) => {
+    const two = first.workflow("two", async (ctx) => {
       await ctx.step("a", () => calls.push("a"));
       await ctx.step("b", () => blocked);
       return "never here";
     });
     await first.launch();
-    const handle = await (first as any).startRun("two", "r1", null, undefined);
+    const handle = await two.start(undefined, { id: "r1" });
     await new Promise((resolve) => setTimeout(resolve, 100));
     await first.shutdown();
     gate();
@@ -60,12 +60,12 @@ describe.each(BACKENDS)("steps on $name", (backend) => {
   it("fails a run that calls something else than its journal recorded", async () => {
     const db = await env.database();
     const first = env.cairn(db);
-    first.workflow("wf", async (ctx) => {
+    const wf = first.workflow("wf", async (ctx) => {
       await ctx.step("a", () => 1);
       await new Promise(() => undefined);
     });
     await first.launch();
-    await (first as any).startRun("wf", "nd", null, undefined);
+    await wf.start(undefined, { id: "nd" });
     await new Promise((resolve) => setTimeout(resolve, 100));
     await first.shutdown();
     const second = env.cairn(db);
