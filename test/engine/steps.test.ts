@@ -57,6 +57,23 @@ describe.each(BACKENDS)("steps on $name", (backend) => {
     expect(calls).toEqual(["a", "b"]);
   });
 
+  it("numbers concurrent steps in call order, whatever order they finish in", async () => {
+    const db = await env.database();
+    const cairn = env.cairn(db);
+    const wf = cairn.workflow("fanout", async (ctx) => {
+      const delays = [30, 1, 15];
+      return Promise.all(delays.map((ms, i) => ctx.step(`part-${i}`, () => new Promise((r) => setTimeout(() => r(ms), ms)))));
+    });
+    await cairn.launch();
+    expect(await (await wf.start(undefined, { id: "fanout" })).result()).toEqual([30, 1, 15]);
+    const journal = await cairn.store().loadJournal("fanout");
+    expect(journal.map((s) => [s.seq, s.name])).toEqual([
+      [0, "part-0"],
+      [1, "part-1"],
+      [2, "part-2"],
+    ]);
+  });
+
   it("fails a run that calls something else than its journal recorded", async () => {
     const db = await env.database();
     const first = env.cairn(db);
