@@ -73,7 +73,11 @@ export class Executor implements ExecutionHost {
     await this.store.registerExecutor(row);
     executorsInThisProcess.add(this.executorId);
     this.started = true;
-    this.unsubscribeClock = this.clock.onAdvance(() => this.poke());
+    // A jump of a manual clock would make our own heartbeat look stale to executors sharing it.
+    this.unsubscribeClock = this.clock.onAdvance(() => {
+      void this.heartbeat();
+      this.poke();
+    });
     if ("onWake" in this.store) (this.store as { onWake(listener: () => void): void }).onWake(() => this.poke());
     const heartbeatMs = Math.max(50, Math.floor(this.options.leaseMs / 3));
     this.timers.push(setInterval(() => void this.heartbeat(), heartbeatMs));
