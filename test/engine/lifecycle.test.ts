@@ -63,6 +63,8 @@ describe.each(BACKENDS)("run lifecycle on $name", (backend) => {
     expect([row?.forkedFrom, row?.forkedFromSeq]).toEqual(["orig", 1]);
     await expect(cairn.fork("orig", { fromSeq: -1 })).rejects.toBeInstanceOf(InvalidSpecError);
     await expect(cairn.fork("nope", { fromSeq: 0 })).rejects.toBeInstanceOf(RunNotFoundError);
+    await expect(cairn.fork("orig", { fromSeq: 1, id: "forked" })).rejects.toThrow(/id: "forked"/);
+    expect((await cairn.store().loadJournal("forked")).length).toBe(3);
   });
 
   it("validates input with a Standard Schema and stores nothing when it is invalid", async () => {

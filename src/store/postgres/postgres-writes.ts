@@ -1,3 +1,4 @@
+import { forkIdTaken } from "../fork.js";
 import type { ClientBase, Pool } from "pg";
 import { splitStored } from "../rows.js";
 import type { Fence, NewRun, ReceiveRequest, ReceiveResult, StepRecord, StoredValue, WaitCondition, WriteOp } from "../store.js";
@@ -315,6 +316,8 @@ export class PostgresWrites {
   }
 
   async fork(db: Db, runId: string, fromSeq: number, fork: NewRun): Promise<void> {
+    const taken = await db.query("SELECT 1 FROM cairn_runs WHERE id = $1 FOR UPDATE", [fork.id]);
+    if ((taken.rowCount ?? 0) > 0) throw forkIdTaken(fork.id);
     await this.run(db, fork);
     await db.query({
       name: "cairn_fork_steps",

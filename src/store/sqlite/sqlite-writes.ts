@@ -1,4 +1,5 @@
 import type Database from "better-sqlite3";
+import { forkIdTaken } from "../fork.js";
 import { numbered, splitStored } from "../rows.js";
 import type { Fence, NewRun, ReceiveRequest, ReceiveResult, StepRecord, StoredValue, WaitCondition, WriteOp } from "../store.js";
 
@@ -195,6 +196,7 @@ export class SqliteWrites {
   }
 
   fork(runId: string, fromSeq: number, fork: NewRun): void {
+    if (this.db.prepare("SELECT 1 FROM cairn_runs WHERE id = ?").get(fork.id) !== undefined) throw forkIdTaken(fork.id);
     this.run(fork);
     this.db
       .prepare(

@@ -1,0 +1,71 @@
+#!/usr/bin/env node
+import { findCommand, GLOBAL_OPTIONS, parseArgs } from "./args.js";
+import { CliError, describeError } from "./cli-error.js";
+import type { Command } from "./command.js";
+import { cancel } from "./commands/cancel.js";
+import { demo } from "./commands/demo.js";
+import { fork } from "./commands/fork.js";
+import { resume } from "./commands/resume.js";
+import { runs } from "./commands/runs.js";
+import { send } from "./commands/send.js";
+import { show } from "./commands/show.js";
+import { sql } from "./commands/sql.js";
+import { databaseOf } from "./database.js";
+import { commandHelp, overallHelp } from "./help.js";
+import { print } from "./output.js";
+
+const COMMANDS: readonly Command[] = [runs, show, sql, cancel, resume, fork, send, demo];
+
+/** Runs the CLI on `argv` (without `node main.js`) and returns the exit code. */
+async function main(argv: readonly string[]): Promise<number> {
+  const { command: name, rest } = findCommand(argv);
+  if (name === undefined || name === "help") {
+    const topic = name === "help" ? rest.find((token) => !token.startsWith("-")) : undefined;
+    if (topic === undefined) {
+      parseArgs(rest, GLOBAL_OPTIONS, "");
+      print(overallHelp(COMMANDS));
+      return 0;
+    }
+    print(commandHelp(lookup(topic)));
+    return 0;
+  }
+  const command = lookup(name);
+  const args = parseArgs(rest, { ...GLOBAL_OPTIONS, ...command.options }, command.name);
+  if (args.options.help === true) {
+    print(commandHelp(command));
+    return 0;
+  }
+  await command.run({ args, database: databaseOf(args), json: args.options.json === true });
+  return 0;
+}
+
+function lookup(name: string): Command {
+  const command = COMMANDS.find((c) => c.name === name);
+  if (command === undefined) {
+    throw new CliError(`unknown command "${name}"`, `run \`cairn --help\` for the commands: ${COMMANDS.map((c) => c.name).join(", ")}`);
+  }
+  return command;
+}
+
+// A reader that stops early (`cairn runs | head`) is not an error.
+process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+  if (error.code === "EPIPE") process.exit(0);
+  throw error;
+});
+
+main(process.argv.slice(2)).then(
+  (code) => exit(code),
+  (error: unknown) => {
+    process.stderr.write(`cairn: ${describeError(error)}\n`);
+    exit(1);
+  },
+);
+
+/**
+ * Sets the exit code and lets the event loop drain, so piped output is flushed. Should something
+ * still hold the loop open (a database pool that failed to close), the process exits anyway.
+ */
+function exit(code: number): void {
+  process.exitCode = code;
+  setTimeout(() => process.exit(code), 2000).unref();
+}

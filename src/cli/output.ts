@@ -1,0 +1,101 @@
+import { bold, dim, visibleLength } from "./style.js";
+
+/** Writes one line (or several) to stdout. */
+export function print(text = ""): void {
+  process.stdout.write(`${text}\n`);
+}
+
+/** `--json` output: one JSON document, with Cairn's stored types made JSON-safe (see `jsonSafe`). */
+export function printJson(value: unknown): void {
+  print(JSON.stringify(jsonSafe(value), null, 2));
+}
+
+export interface Column {
+  header: string;
+  /** Numbers read best right-aligned. Default "left". */
+  align?: "left" | "right";
+}
+
+/** An aligned table: a header row, then one row per entry; cells are already strings. */
+export function table(columns: readonly (Column | string)[], rows: readonly string[][]): string {
+  const cols = columns.map((c) => (typeof c === "string" ? { header: c } : c));
+  const widths = cols.map((c, i) => Math.max(c.header.length, ...rows.map((r) => visibleLength(r[i] ?? ""))));
+  const line = (cells: readonly string[], header: boolean): string =>
+    cols
+      .map((c, i) => {
+        const cell = cells[i] ?? "";
+        const pad = " ".repeat(widths[i]! - visibleLength(cell));
+        const text = c.align === "right" ? pad + cell : i === cols.length - 1 ? cell : cell + pad;
+        return header ? bold(text) : text;
+      })
+      .join("  ")
+      .trimEnd();
+  return [line(cols.map((c) => c.header), true), ...rows.map((r) => line(r, false))].join("\n");
+}
+
+/** Local time, to the second: `2025-03-01 14:03:09`. */
+export function formatTime(ms: number | null): string {
+  if (ms === null) return "-";
+  const d = new Date(ms);
+  const two = (n: number) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())} ${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;
+}
+
+/** Local time of day with milliseconds: `14:03:09.120`. */
+export function formatClock(ms: number): string {
+  return `${formatTime(ms).slice(11)}.${String(new Date(ms).getMilliseconds()).padStart(3, "0")}`;
+}
+
+export function formatDuration(ms: number | null): string {
+  if (ms === null || !Number.isFinite(ms)) return "-";
+  if (ms < 1000) return `${Math.max(0, Math.round(ms))}ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)}s`;
+  const seconds = Math.round(ms / 1000);
+  if (seconds < 3600) return `${Math.floor(seconds / 60)}m${String(seconds % 60).padStart(2, "0")}s`;
+  return `${Math.floor(seconds / 3600)}h${String(Math.floor((seconds % 3600) / 60)).padStart(2, "0")}m`;
+}
+
+/** A decoded journal value on one line, cut to `max` characters. */
+export function renderValue(value: unknown, max = 60): string {
+  const text = value === undefined ? "undefined" : (JSON.stringify(jsonSafe(value)) ?? String(value));
+  return truncate(text, max);
+}
+
+export function truncate(text: string, max: number): string {
+  const flat = text.replace(/\s*\n\s*/g, " ");
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
+/** A SQL result cell: NULL shown as such, everything else on one line. */
+export function renderCell(value: unknown, max = 60): string {
+  if (value === null || value === undefined) return dim("NULL");
+  if (typeof value === "string") return truncate(value, max);
+  return renderValue(value, max);
+}
+
+/**
+ * Makes the types Cairn's codec keeps (BigInt, Map, Set, Date, bytes, Error, undefined, NaN)
+ * printable as JSON: BigInt as a string, Map as an object (or an array of pairs), Set as an
+ * array, bytes as base64, an Error as `{ name, message, code }`.
+ */
+export function jsonSafe(value: unknown): unknown {
+  if (typeof value === "bigint") return value.toString();
+  if (typeof value === "number") return Number.isFinite(value) ? value : String(value);
+  if (value === null || typeof value !== "object") return value;
+  if (Array.isArray(value)) return value.map((item) => (item === undefined ? null : jsonSafe(item)));
+  if (value instanceof Date) return value.toISOString();
+  if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString("base64");
+  if (value instanceof Set) return [...value].map(jsonSafe);
+  if (value instanceof Map) {
+    const keys = [...value.keys()];
+    if (keys.every((k) => typeof k === "string")) return Object.fromEntries([...value].map(([k, v]) => [k, jsonSafe(v)]));
+    return [...value].map(([k, v]) => [jsonSafe(k), jsonSafe(v)]);
+  }
+  if (value instanceof Error) {
+    const code = (value as { code?: unknown }).code;
+    return { name: value.name, message: value.message, ...(typeof code === "string" ? { code } : {}) };
+  }
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) if (v !== undefined) out[k] = jsonSafe(v);
+  return out;
+}

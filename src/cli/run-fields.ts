@@ -1,0 +1,28 @@
+import type { RunRow } from "../store/store.js";
+import { TERMINAL_STATUSES } from "../store/store.js";
+
+/** How long a run took, or has taken so far when it is unfinished. */
+export function runDurationMs(run: RunRow, now = Date.now()): number {
+  return (run.finishedAt ?? (TERMINAL_STATUSES.includes(run.status) ? run.updatedAt : now)) - run.createdAt;
+}
+
+export function isFinished(run: RunRow): boolean {
+  return TERMINAL_STATUSES.includes(run.status);
+}
+
+/** A run row for --json: times as ISO strings, durations in ms. */
+export function runJson(run: RunRow): Record<string, unknown> {
+  return {
+    id: run.id,
+    workflow: run.workflow,
+    status: run.status,
+    createdAt: new Date(run.createdAt).toISOString(),
+    finishedAt: run.finishedAt === null ? null : new Date(run.finishedAt).toISOString(),
+    durationMs: runDurationMs(run),
+    recoveries: run.recoveries,
+    appVersion: run.appVersion,
+    parentId: run.parentId,
+    forkedFrom: run.forkedFrom,
+    forkedFromSeq: run.forkedFromSeq,
+  };
+}
