@@ -1,4 +1,5 @@
-export { Cairn, type CairnOptions, type ForkOptions, type SendOptions } from "./engine/cairn.js";
+export { Cairn } from "./cairn.js";
+export type { CairnOptions, ForkOptions, SendOptions } from "./engine/cairn.js";
 export { Workflow, type StartOptions, type WorkflowOptions } from "./engine/workflow.js";
 export { RunHandle, type RunStatusInfo } from "./engine/run-handle.js";
 export type {

@@ -49,11 +49,11 @@ export interface SendOptions {
 }
 
 /**
- * The runtime: a registry of workflows, a system database, and (after `launch`) an executor that
+ * The engine's runtime (the public `Cairn` adds agents to it): a registry of workflows, a system database, and (after `launch`) an executor that
  * runs them. Several Cairn instances — in one process, many processes or many machines — can share
  * one database.
  */
-export class Cairn implements WorkflowHost {
+export class CairnRuntime implements WorkflowHost {
   readonly database: string;
   readonly appVersion: string;
   readonly clock: Clock;
@@ -274,6 +274,17 @@ export class Cairn implements WorkflowHost {
     const run = await this.storeInstance.getRun(runId);
     if (run === undefined) throw new RunNotFoundError(runId);
     return run;
+  }
+
+  /** The store, migrated. */
+  async readyStore(): Promise<Store> {
+    await this.ready();
+    return this.storeInstance;
+  }
+
+  /** Tells this process's executor that new work may be claimable. */
+  poke(): void {
+    this.executor.poke();
   }
 
   private ready(): Promise<void> {

@@ -37,6 +37,17 @@ interface Wait {
   childRunId: string | null;
 }
 
+/** A durable operation for the layers above the engine; see `RunExecution.operation`. */
+export interface OperationSpec<T> {
+  kind: StepKind;
+  name: string;
+  execute: (call: StepCall & { seq: number }) => Promise<T> | T;
+  options?: StepOptions;
+  /** Rows to commit together with the checkpoint (a model call's record, a budget charge). */
+  alsoWrite?: (outcome: { ok: true; value: T } | { ok: false; error: unknown }, seq: number) => WriteOp[];
+  onRecorded?: (value: T, seq: number, live: boolean) => void;
+}
+
 type Outcome<T> = { ok: true; value: T; attempts: number } | { ok: false; error: unknown; attempts: number };
 
 /** A promise that never settles: what a stopped run's pending operations return. */
@@ -73,12 +84,22 @@ export class RunExecution implements WorkflowContext {
     for (const row of journal) this.journal.set(row.seq, row);
   }
 
-  private get store(): Store {
+  get store(): Store {
     return this.host.store;
   }
 
-  private get clock(): Clock {
+  get clock(): Clock {
     return this.host.clock;
+  }
+
+  /** The run's row as loaded (ids, parent, root, deadline, version). */
+  get info(): Readonly<RunRow> {
+    return this.run;
+  }
+
+  /** The journal's record at the next seq, if any: lets a layer above tell replay from live. */
+  peek(): StepRow | undefined {
+    return this.journal.get(this.seqCounter);
   }
 
   /** Runs the workflow to its end (or until it unloads) and records the outcome. */
@@ -105,32 +126,53 @@ export class RunExecution implements WorkflowContext {
 
   // ---- WorkflowContext ------------------------------------------------------------------------
 
-  async step<T>(name: string, fn: (call: StepCall) => Promise<T> | T, options: StepOptions = {}): Promise<T> {
-    const recorded = this.begin(name, "step");
+  step<T>(name: string, fn: (call: StepCall) => Promise<T> | T, options: StepOptions = {}): Promise<T> {
+    return this.operation({ kind: "step", name, execute: fn, options });
+  }
+
+  /**
+   * The durable-operation primitive `step` is made of, open to the layers above the engine (model
+   * calls, tool calls): runs `execute` with retries, records its outcome under `kind`, and commits
+   * `alsoWrite`'s rows in the same transaction as the checkpoint. On replay `execute` does not run;
+   * `onRecorded` sees the value (live or replayed) with its seq.
+   */
+  async operation<T>(spec: OperationSpec<T>): Promise<T> {
+    const { kind, name, execute, options = {} } = spec;
+    const recorded = this.begin(name, kind);
     if (recorded === null) return never();
     const { seq, row } = recorded;
-    if (row !== undefined) return this.replay(row) as T;
+    if (row !== undefined) {
+      const value = this.replay(row) as T;
+      spec.onRecorded?.(value, seq, false);
+      return value;
+    }
     validateStepOptions(options);
     if (!this.live()) return never();
     this.active++;
     try {
       const startedAt = this.clock.now();
-      const outcome = await this.attempts(name, seq, fn, options);
+      const outcome = await this.attempts(name, seq, (call) => execute({ ...call, seq }), options);
       if (this.stopped) return never();
       let error: unknown = outcome.ok ? undefined : outcome.error;
       let output: StoredValue | null = null;
+      let extra: WriteOp[] = [];
       if (outcome.ok) {
         try {
           output = toStored(outcome.value, this.where(seq, name));
+          extra = spec.alsoWrite?.({ ok: true, value: outcome.value }, seq) ?? [];
         } catch (unstorable) {
           error = unstorable;
         }
+      } else {
+        extra = spec.alsoWrite?.({ ok: false, error: outcome.error }, seq) ?? [];
       }
       const failed = error !== undefined || !outcome.ok;
-      const step = this.record(seq, name, "step", startedAt, failed ? { error } : { output }, outcome.attempts);
-      if (!(await this.write([{ type: "step", step }]))) return never();
+      const step = this.record(seq, name, kind, startedAt, failed ? { error } : { output }, outcome.attempts);
+      if (!(await this.write([{ type: "step", step }, ...extra]))) return never();
       if (failed) throw error;
-      return (outcome as { value: T }).value;
+      const value = (outcome as { value: T }).value;
+      spec.onRecorded?.(value, seq, true);
+      return value;
     } finally {
       this.settleActive();
     }

@@ -1,6 +1,6 @@
 import { RunNotFoundError } from "../errors.js";
 import type { RunStatus } from "../store/store.js";
-import type { Cairn } from "./cairn.js";
+import type { CairnRuntime } from "./cairn.js";
 import { errorFromText, fromStored } from "./values.js";
 
 export interface RunStatusInfo {
@@ -12,7 +12,7 @@ export interface RunStatusInfo {
 /** A handle on a run, from `workflow.start`, `cairn.run(id)` or `cairn.fork`. */
 export class RunHandle<Output = unknown> {
   constructor(
-    private readonly cairn: Cairn,
+    private readonly cairn: CairnRuntime,
     readonly id: string,
   ) {}
 

@@ -23,6 +23,8 @@ export interface WorkflowHost {
 
 /** A registered workflow: the code, by name. Start runs of it; hand it to `ctx.child`. */
 export class Workflow<Input, Output> implements ChildWorkflow<Input, Output> {
+  declare readonly __types?: { input: Input; output: Output };
+
   constructor(
     private readonly host: WorkflowHost,
     readonly name: string,

@@ -1,3 +1,5 @@
+import type { RowOp } from "./row-ops.js";
+
 /**
  * The system database behind Cairn: one async interface, two backends with mirrored file sets
  * (`sqlite/` on better-sqlite3, the embedded default; `postgres/` on pg, for many processes and
@@ -30,7 +32,11 @@ export type StepKind =
   | "now"
   | "random"
   | "uuid"
-  | "patch";
+  | "patch"
+  | "model"
+  | "tool"
+  | "memory"
+  | "artifact";
 
 /** `pending` marks a wait that has begun (a `recv` with a deadline) but not ended. */
 export type StepStatus = "succeeded" | "failed" | "pending";
@@ -146,7 +152,8 @@ export type WriteOp =
       error: string | null;
       at: number;
     }
-  | { type: "suspend"; runId: string; wait: WaitCondition; at: number };
+  | { type: "suspend"; runId: string; wait: WaitCondition; at: number }
+  | RowOp;
 
 export interface ReceiveRequest {
   runId: string;
@@ -257,4 +264,6 @@ export interface Store {
 
   /** Read-only SQL for the CLI and dashboards. Refuses anything that writes. */
   query(sql: string): Promise<QueryResult>;
+  /** A parameterised read (`$1, $2, ...` on both backends) for the layers above the engine. */
+  select<Row = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<Row[]>;
 }

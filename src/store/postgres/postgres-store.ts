@@ -371,6 +371,11 @@ export class PostgresStore implements Store {
    * Runs inside a READ ONLY transaction that is rolled back, over the extended protocol (which
    * takes exactly one statement, so `SELECT 1; COMMIT; DELETE ...` cannot slip past it).
    */
+  async select<Row = Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<Row[]> {
+    const result = await this.pool.query({ text: sql, values: params });
+    return result.rows as Row[];
+  }
+
   async query(sql: string): Promise<QueryResult> {
     const client = await this.pool.connect();
     try {

@@ -1,3 +1,4 @@
+import { buildRowOp } from "../row-ops.js";
 import { forkIdTaken } from "../fork.js";
 import type { ClientBase, Pool } from "pg";
 import { splitStored } from "../rows.js";
@@ -207,6 +208,12 @@ export class PostgresWrites {
       }
       case "suspend":
         return this.suspend(db, op.runId, op.wait, op.at);
+      case "insert":
+      case "update": {
+        const built = buildRowOp(op);
+        await db.query({ text: built.text, values: built.values });
+        return;
+      }
     }
   }
 

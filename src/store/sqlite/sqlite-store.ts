@@ -317,6 +317,11 @@ export class SqliteStore implements Store {
     });
   }
 
+  async select<Row = Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<Row[]> {
+    const q = positionalPlaceholders(sql, params);
+    return this.db.prepare(q.text).all(...q.params) as Row[];
+  }
+
   async query(sql: string): Promise<QueryResult> {
     const statement = this.db.prepare(sql);
     if (!statement.readonly || !statement.reader) {

@@ -1,6 +1,7 @@
 import type Database from "better-sqlite3";
 import { forkIdTaken } from "../fork.js";
-import { numbered, splitStored } from "../rows.js";
+import { buildRowOp } from "../row-ops.js";
+import { numbered, positionalPlaceholders, splitStored } from "../rows.js";
 import type { Fence, NewRun, ReceiveRequest, ReceiveResult, StepRecord, StoredValue, WaitCondition, WriteOp } from "../store.js";
 
 type Statement = Database.Statement;
@@ -118,7 +119,26 @@ export class SqliteWrites {
       case "suspend":
         this.s.suspend.run(this.wakeAt(op.runId, op.wait, op.at), op.at, op.runId);
         return;
+      case "insert":
+      case "update": {
+        const built = buildRowOp(op);
+        const positional = positionalPlaceholders(built.text, built.values);
+        this.cached(positional.text).run(...positional.params);
+        return;
+      }
     }
+  }
+
+  private readonly statements = new Map<string, Statement>();
+
+  /** Row operations' statements, prepared once per distinct SQL text. */
+  private cached(text: string): Statement {
+    let statement = this.statements.get(text);
+    if (statement === undefined) {
+      statement = this.db.prepare(text);
+      this.statements.set(text, statement);
+    }
+    return statement;
   }
 
   /** The time to wake a run that unloads: now if what it waits for already happened. */

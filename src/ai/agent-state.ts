@@ -1,0 +1,27 @@
+import type { DurableRun } from "../engine/durable-run.js";
+import type { Pricing } from "./pricing.js";
+
+/**
+ * What the agent helpers remember about one loaded run, rebuilt on replay as recorded operations
+ * are returned: which model call asked for each tool call (provenance), which prompt messages are
+ * already stored, and what the run has spent.
+ */
+export interface AgentRunState {
+  readonly toolCallModelSeq: Map<string, number>;
+  readonly storedMessages: Set<string>;
+  costUsd: number;
+  pricing: Pricing | undefined;
+  /** The budget scope this run charges (its own run id), once opened. */
+  scopeId: string | undefined;
+}
+
+const states = new WeakMap<DurableRun, AgentRunState>();
+
+export function agentState(run: DurableRun): AgentRunState {
+  let state = states.get(run);
+  if (state === undefined) {
+    state = { toolCallModelSeq: new Map(), storedMessages: new Set(), costUsd: 0, pricing: undefined, scopeId: undefined };
+    states.set(run, state);
+  }
+  return state;
+}

@@ -1,0 +1,33 @@
+import { Approvals } from "./ai/approvals.js";
+import { agentBody, validateAgentSpec, type Agent, type AgentSpec } from "./ai/agent.js";
+import { agentContext, type AgentContext } from "./ai/agent-context.js";
+import { CairnRuntime } from "./engine/cairn.js";
+import type { Workflow, WorkflowOptions } from "./engine/workflow.js";
+
+/**
+ * Cairn: the durable engine with agents on top. `cairn.workflow` gives the workflow an
+ * `AgentContext` (the run context plus recorded models, durable tools and delegation);
+ * `cairn.agent` registers a ready-made tool-loop agent; `cairn.approvals` decides the tool calls
+ * that wait for a human.
+ */
+export class Cairn extends CairnRuntime {
+  readonly approvals = new Approvals({
+    ready: () => this.readyStore(),
+    now: () => this.clock.now(),
+    poke: () => this.poke(),
+  });
+
+  override workflow<Input, Output>(
+    name: string,
+    fn: (ctx: AgentContext, input: Input) => Promise<Output>,
+    options: WorkflowOptions<Input> = {},
+  ): Workflow<Input, Output> {
+    return super.workflow(name, (ctx, input: Input) => fn(agentContext(ctx), input), options);
+  }
+
+  /** Registers an agent: a workflow whose body is the AI SDK tool loop, made durable. */
+  agent(name: string, spec: AgentSpec): Agent {
+    validateAgentSpec(name, spec);
+    return super.workflow(name, agentBody(spec));
+  }
+}

@@ -1,0 +1,29 @@
+import { CairnError } from "../errors.js";
+import type { RunRow, StepRow, Store } from "../store/store.js";
+import type { Clock } from "./clock.js";
+import type { WorkflowContext } from "./context.js";
+import { RunExecution, type OperationSpec } from "./run-execution.js";
+
+/**
+ * What the layers above the engine (agents) may use of a run beyond the public context: the
+ * durable-operation primitive, a look at the journal's next record, and the run's own row. Not part
+ * of the public API.
+ */
+export interface DurableRun extends WorkflowContext {
+  operation<T>(spec: OperationSpec<T>): Promise<T>;
+  peek(): StepRow | undefined;
+  readonly info: Readonly<RunRow>;
+  readonly store: Store;
+  readonly clock: Clock;
+}
+
+export type { OperationSpec };
+
+export function durableRun(ctx: WorkflowContext): DurableRun {
+  const inner = (ctx as { [DURABLE_RUN]?: WorkflowContext })[DURABLE_RUN] ?? ctx;
+  if (inner instanceof RunExecution) return inner;
+  throw new CairnError("this context does not belong to a Cairn run: call agent helpers with the ctx your workflow received");
+}
+
+/** A context that wraps another (the agent context) points at the run's own context here. */
+export const DURABLE_RUN = Symbol.for("cairn.durableRun");

@@ -1,0 +1,101 @@
+import { InvalidSpecError } from "../errors.js";
+
+/**
+ * Row writes for the layers above the engine (agents: model calls, tool calls, approvals, budgets,
+ * memory, artifacts, streams). They commit in the same transaction as the step that makes them,
+ * through the same `Store.commit`, so a model call's record and its budget charge are durable
+ * together or not at all. The SQL is built here, once, in `$n` style for both backends.
+ */
+export const EXTENSION_TABLES = [
+  "cairn_payloads",
+  "cairn_model_calls",
+  "cairn_tool_calls",
+  "cairn_approvals",
+  "cairn_budgets",
+  "cairn_memory",
+  "cairn_artifacts",
+  "cairn_stream_chunks",
+] as const;
+
+export type ExtensionTable = (typeof EXTENSION_TABLES)[number];
+
+export type SqlValue = string | number | boolean | null;
+
+export interface InsertOp {
+  type: "insert";
+  table: ExtensionTable;
+  values: Record<string, SqlValue>;
+  /** On a key conflict: keep the existing row ("ignore"), or overwrite the given values ("update"). */
+  onConflict?: { keys: string[]; action: "ignore" | "update" };
+}
+
+export interface UpdateOp {
+  type: "update";
+  table: ExtensionTable;
+  /** Equality on each column; an array value means "any of". */
+  where: Record<string, SqlValue | SqlValue[]>;
+  set?: Record<string, SqlValue>;
+  /** Adds to numeric columns: `column = column + n`. */
+  increment?: Record<string, number>;
+}
+
+export type RowOp = InsertOp | UpdateOp;
+
+export interface BuiltSql {
+  text: string;
+  values: SqlValue[];
+}
+
+const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
+
+function ident(name: string, table: string): string {
+  if (!IDENTIFIER.test(name)) throw new InvalidSpecError("column", name, `not a valid column of ${table}`);
+  return name;
+}
+
+function checkTable(table: string): void {
+  if (!(EXTENSION_TABLES as readonly string[]).includes(table)) {
+    throw new InvalidSpecError("table", table, `row operations may write only ${EXTENSION_TABLES.join(", ")}`);
+  }
+}
+
+export function buildRowOp(op: RowOp): BuiltSql {
+  checkTable(op.table);
+  return op.type === "insert" ? buildInsert(op) : buildUpdate(op);
+}
+
+function buildInsert(op: InsertOp): BuiltSql {
+  const columns = Object.keys(op.values).map((c) => ident(c, op.table));
+  const values = columns.map((c) => op.values[c] ?? null);
+  let text = `INSERT INTO ${op.table} (${columns.join(", ")}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(", ")})`;
+  if (op.onConflict !== undefined) {
+    const keys = op.onConflict.keys.map((k) => ident(k, op.table));
+    const updates = columns.filter((c) => !keys.includes(c));
+    text +=
+      op.onConflict.action === "ignore" || updates.length === 0
+        ? ` ON CONFLICT (${keys.join(", ")}) DO NOTHING`
+        : ` ON CONFLICT (${keys.join(", ")}) DO UPDATE SET ${updates.map((c) => `${c} = excluded.${c}`).join(", ")}`;
+  }
+  return { text, values };
+}
+
+function buildUpdate(op: UpdateOp): BuiltSql {
+  const values: SqlValue[] = [];
+  const param = (value: SqlValue): string => {
+    values.push(value);
+    return `$${values.length}`;
+  };
+  const assignments = [
+    ...Object.entries(op.set ?? {}).map(([c, v]) => `${ident(c, op.table)} = ${param(v)}`),
+    ...Object.entries(op.increment ?? {}).map(([c, n]) => `${ident(c, op.table)} = ${ident(c, op.table)} + ${param(n)}`),
+  ];
+  if (assignments.length === 0) throw new InvalidSpecError("set", op.set, `an update of ${op.table} must change something`);
+  const conditions = Object.entries(op.where).map(([c, v]) => {
+    const column = ident(c, op.table);
+    if (!Array.isArray(v)) return v === null ? `${column} IS NULL` : `${column} = ${param(v)}`;
+    if (v.length === 0) return "1 = 0";
+    return `${column} IN (${v.map(param).join(", ")})`;
+  });
+  if (conditions.length === 0) throw new InvalidSpecError("where", op.where, `an update of ${op.table} needs a condition`);
+  return { text: `UPDATE ${op.table} SET ${assignments.join(", ")} WHERE ${conditions.join(" AND ")}`, values };
+}
