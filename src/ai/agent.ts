@@ -26,6 +26,8 @@ export interface AgentSpec {
   maxSteps?: number;
   /** Further attempts after a failed provider call. Default 2. */
   modelRetries?: number;
+  /** Per model call attempt; a call that takes longer is aborted and retried. Default: none. */
+  modelTimeoutMs?: number;
 }
 
 /** `{ prompt }` or `{ messages }`; `delegation` is set by a parent agent. */
@@ -83,7 +85,11 @@ export function agentBody(spec: AgentSpec) {
       });
       state.scopeId = run.runId;
     }
-    const model = recordedModel(run, spec.model, { scopeId: state.scopeId, retries: spec.modelRetries ?? 2 });
+    const model = recordedModel(run, spec.model, {
+      scopeId: state.scopeId,
+      retries: spec.modelRetries ?? 2,
+      ...(spec.modelTimeoutMs === undefined ? {} : { timeoutMs: spec.modelTimeoutMs }),
+    });
     const tools: ToolSet = { ...durableTools(run, ctx, spec.tools ?? {}, spec.permissions), ...subAgentTools(ctx, spec, state.scopeId) };
     const conversation = "messages" in input ? { messages: input.messages } : { prompt: input.prompt };
     const result = await generateText({

@@ -36,19 +36,19 @@ export function recordedModel(run: DurableRun, model: LanguageModelV3, options: 
     model,
     middleware: {
       specificationVersion: "v3",
-      wrapGenerate: async ({ doGenerate, params }) => {
+      wrapGenerate: async ({ params, model: inner }) => {
         let chain: string[] = [];
         let prompt: { hash: string; messages: string[]; payloads: WriteOp[] } | null = null;
         const stepOptions = {
           retries: options.retries ?? 2,
-          shouldRetry: (error: unknown) => !(error instanceof BudgetExceededError) && (error as { isRetryable?: boolean }).isRetryable !== false,
+          shouldRetry: retryableProviderError,
           ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
         };
         return run.operation<LanguageModelV3GenerateResult>({
           kind: "model",
           name,
           options: stepOptions,
-          execute: async () => {
+          execute: async ({ signal }) => {
             if (options.scopeId !== undefined) {
               const scopes = await scopeChain(run, options.scopeId);
               const over = exceeded(scopes, run.clock.now(), run.runId);
@@ -57,7 +57,9 @@ export function recordedModel(run: DurableRun, model: LanguageModelV3, options: 
             }
             prompt ??= promptRecord(params, state.storedMessages, run.clock.now());
             const started = run.clock.now();
-            const result = await doGenerate();
+            // The attempt's signal (timeout, cancel) aborts the HTTP request too.
+            const abortSignal = params.abortSignal === undefined ? signal : AbortSignal.any([params.abortSignal, signal]);
+            const result = await inner.doGenerate({ ...params, abortSignal });
             return { ...keepable(result), latencyMs: run.clock.now() - started } as LanguageModelV3GenerateResult;
           },
           alsoWrite: (outcome, seq) => {
@@ -105,6 +107,17 @@ export function recordedModel(run: DurableRun, model: LanguageModelV3, options: 
       },
     },
   });
+}
+
+/**
+ * Provider failures worth another attempt: server errors, timeouts, rate limits and responses that
+ * did not parse. A spent budget or a request the provider rejects (4xx) would fail the same way again.
+ */
+function retryableProviderError(error: unknown): boolean {
+  if (error instanceof BudgetExceededError) return false;
+  const status = (error as { statusCode?: unknown }).statusCode;
+  if (typeof status === "number" && status >= 400 && status < 500) return status === 408 || status === 409 || status === 429;
+  return true;
 }
 
 /**
