@@ -1,6 +1,7 @@
 import { Approvals } from "./ai/approvals.js";
 import { agentBody, validateAgentSpec, type Agent, type AgentSpec } from "./ai/agent.js";
 import { agentContext, type AgentContext } from "./ai/agent-context.js";
+import { readStream, type StreamChunk } from "./ai/stream-chunks.js";
 import { CairnRuntime } from "./engine/cairn.js";
 import type { Workflow, WorkflowOptions } from "./engine/workflow.js";
 
@@ -23,6 +24,14 @@ export class Cairn extends CairnRuntime {
     options: WorkflowOptions<Input> = {},
   ): Workflow<Input, Output> {
     return super.workflow(name, (ctx, input: Input) => fn(agentContext(ctx), input), options);
+  }
+
+  /**
+   * The streamed model output of a run, readable from any process sharing the database: chunks as
+   * they are written, resumable with `{ after: chunk.offset }`, ending when the run has finished.
+   */
+  async *stream(runId: string, options: { after?: string; signal?: AbortSignal } = {}): AsyncGenerator<StreamChunk> {
+    yield* readStream(await this.readyStore(), runId, options);
   }
 
   /** Registers an agent: a workflow whose body is the AI SDK tool loop, made durable. */

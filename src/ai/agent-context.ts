@@ -7,6 +7,8 @@ import { durableTools, type Permissions } from "./durable-tools.js";
 import { recordedModel, type RecordedModelOptions } from "./recorded-model.js";
 import type { Agent, AgentInput, AgentOutput } from "./agent.js";
 import { agentState } from "./agent-state.js";
+import { artifactsFor, type Artifacts } from "./artifacts.js";
+import { memoryFor, type Memory } from "./memory.js";
 
 /**
  * The run context with the durable agent primitives, for workflows that run their own AI SDK loop
@@ -22,6 +24,10 @@ export interface AgentContext extends WorkflowContext {
    * it spends at most `budget`, and what it spends is charged to this run's budget too.
    */
   delegate(agent: Agent, input: AgentInput, options?: { budget?: Budget; id?: string }): Promise<AgentOutput>;
+  /** This agent's memory, shared by its runs: namespace `workflowName` (see `Memory`). */
+  readonly memory: Memory;
+  /** Content-addressed files this run produces (see `Artifacts`). */
+  readonly artifacts: Artifacts;
 }
 
 export function agentContext(ctx: WorkflowContext): AgentContext {
@@ -37,6 +43,8 @@ export function agentContext(ctx: WorkflowContext): AgentContext {
       const child = await run.child(agent, { ...input, delegation: { parentScope: scope, budget: options.budget ?? null } }, options.id === undefined ? {} : { id: options.id });
       return child.result();
     },
+    memory: memoryFor(run, run.workflowName),
+    artifacts: artifactsFor(run),
   };
   const proxy = new Proxy(run, {
     get(target, prop) {

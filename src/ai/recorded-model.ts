@@ -1,12 +1,20 @@
-import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3GenerateResult } from "@ai-sdk/provider";
+import type {
+  LanguageModelV3,
+  LanguageModelV3CallOptions,
+  LanguageModelV3Content,
+  LanguageModelV3GenerateResult,
+  LanguageModelV3StreamPart,
+} from "@ai-sdk/provider";
 import { wrapLanguageModel } from "ai";
 import { BudgetExceededError } from "../errors.js";
 import type { DurableRun } from "../engine/durable-run.js";
-import { encodeValue, hashText } from "../store/codec.js";
+import type { StepOptions } from "../engine/context.js";
 import type { WriteOp } from "../store/store.js";
-import { agentState } from "./agent-state.js";
+import { agentState, type AgentRunState } from "./agent-state.js";
 import { chargeOp, exceeded, scopeChain } from "./budget.js";
+import { callSummary, modelCallRow, promptRecord, type CallSummary, type PromptRecord } from "./model-call-record.js";
 import { costUsd } from "./pricing.js";
+import { appendChunk, streamChunkOps } from "./stream-chunks.js";
 
 export interface RecordedModelOptions {
   /** The budget scope charged (an agent's run id); none: no budget. */
@@ -15,6 +23,12 @@ export interface RecordedModelOptions {
   retries?: number;
   /** Per attempt. Default: none. */
   timeoutMs?: number;
+}
+
+/** What a streamed call records: every part, in order. */
+interface RecordedStream {
+  parts: LanguageModelV3StreamPart[];
+  latencyMs: number;
 }
 
 /**
@@ -28,85 +42,134 @@ export interface RecordedModelOptions {
  * Provider errors are retried (`retries`), and a call that still fails is recorded as failed, so
  * replay fails the same way. Model calls take their seq when the SDK calls the model, in program
  * order, so concurrent calls in one run replay deterministically.
+ *
+ * Streaming: parts reach the SDK as they arrive, and text deltas reach readers in other processes
+ * through `cairn.stream(runId)`; the `finish` part is held back until the call's checkpoint
+ * commits, and the commit rewrites the stream's rows from the record, so a stream cut by a crash is
+ * rebuilt whole. A stream that already delivered parts is not retried within the attempt loop
+ * (the reader would see them twice); a crash retries it from the top.
  */
 export function recordedModel(run: DurableRun, model: LanguageModelV3, options: RecordedModelOptions = {}): LanguageModelV3 {
   const state = agentState(run);
   const name = `${model.provider}:${model.modelId}`;
+  const stepOptions = (streamStarted: () => boolean): StepOptions => ({
+    retries: options.retries ?? 2,
+    shouldRetry: (error) => !streamStarted() && retryableProviderError(error),
+    ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+  });
+
+  /** Checks the budget chain (live only) and returns the scopes to charge. */
+  async function admit(): Promise<string[]> {
+    if (options.scopeId === undefined) return [];
+    const scopes = await scopeChain(run, options.scopeId);
+    const over = exceeded(scopes, run.clock.now(), run.runId);
+    if (over !== null) throw over;
+    return scopes.map((s) => s.run_id);
+  }
+
+  function rows(seq: number, prompt: PromptRecord, summary: CallSummary, chain: string[]): WriteOp[] {
+    const cost = costUsd(state.pricing, summary.inputTokens, summary.outputTokens);
+    const out: WriteOp[] = [...prompt.payloads, modelCallRow(run, seq, model, prompt, summary, cost)];
+    const charge = chargeOp(chain, summary.inputTokens + summary.outputTokens, cost);
+    if (charge !== null) out.push(charge);
+    return out;
+  }
+
   return wrapLanguageModel({
     model,
     middleware: {
       specificationVersion: "v3",
       wrapGenerate: async ({ params, model: inner }) => {
         let chain: string[] = [];
-        let prompt: { hash: string; messages: string[]; payloads: WriteOp[] } | null = null;
-        const stepOptions = {
-          retries: options.retries ?? 2,
-          shouldRetry: retryableProviderError,
-          ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
-        };
-        return run.operation<LanguageModelV3GenerateResult>({
+        const prompt = promptRecord(params, state.storedMessages, run.clock.now());
+        return run.operation<LanguageModelV3GenerateResult & { latencyMs?: number }>({
           kind: "model",
           name,
-          options: stepOptions,
+          options: stepOptions(() => false),
           execute: async ({ signal }) => {
-            if (options.scopeId !== undefined) {
-              const scopes = await scopeChain(run, options.scopeId);
-              const over = exceeded(scopes, run.clock.now(), run.runId);
-              if (over !== null) throw over;
-              chain = scopes.map((s) => s.run_id);
-            }
-            prompt ??= promptRecord(params, state.storedMessages, run.clock.now());
+            chain = await admit();
             const started = run.clock.now();
-            // The attempt's signal (timeout, cancel) aborts the HTTP request too.
-            const abortSignal = params.abortSignal === undefined ? signal : AbortSignal.any([params.abortSignal, signal]);
-            const result = await inner.doGenerate({ ...params, abortSignal });
-            return { ...keepable(result), latencyMs: run.clock.now() - started } as LanguageModelV3GenerateResult;
+            const result = await inner.doGenerate({ ...params, abortSignal: withSignal(params, signal) });
+            return { ...keepable(result), latencyMs: run.clock.now() - started };
+          },
+          alsoWrite: (outcome, seq) => (outcome.ok ? rows(seq, prompt, callSummary(outcome.value, false), chain) : []),
+          onRecorded: (result, seq) => remember(state, seq, callSummary(result, false)),
+        });
+      },
+
+      wrapStream: async ({ params, model: inner }) => {
+        let chain: string[] = [];
+        let delivered = false;
+        let live = false;
+        let consumer!: ReadableStreamDefaultController<LanguageModelV3StreamPart>;
+        const stream = new ReadableStream<LanguageModelV3StreamPart>({ start: (c) => void (consumer = c) });
+        const prompt = promptRecord(params, state.storedMessages, run.clock.now());
+        const recorded = run.operation<RecordedStream>({
+          kind: "model",
+          name,
+          options: stepOptions(() => delivered),
+          execute: async ({ signal, seq }) => {
+            live = true;
+            chain = await admit();
+            const started = run.clock.now();
+            const result = await inner.doStream({ ...params, abortSignal: withSignal(params, signal) });
+            const parts: LanguageModelV3StreamPart[] = [];
+            let position = 0;
+            for await (const part of result.stream) {
+              if (part.type === "error") throw part.error;
+              if (part.type === "raw") continue;
+              parts.push(part);
+              if (part.type === "finish") continue; // held until the checkpoint commits
+              delivered = true;
+              consumer.enqueue(part);
+              if (part.type === "text-delta") appendChunk(run, seq, position++, part.delta);
+            }
+            return { parts, latencyMs: run.clock.now() - started };
           },
           alsoWrite: (outcome, seq) => {
             if (!outcome.ok) return [];
-            const result = outcome.value as LanguageModelV3GenerateResult & { latencyMs?: number };
-            const inputTokens = result.usage.inputTokens.total ?? 0;
-            const outputTokens = result.usage.outputTokens.total ?? 0;
-            const cost = costUsd(state.pricing, inputTokens, outputTokens);
-            const p = prompt ?? promptRecord(params, state.storedMessages, run.clock.now());
-            const rows: WriteOp[] = [
-              ...p.payloads,
-              {
-                type: "insert",
-                table: "cairn_model_calls",
-                values: {
-                  run_id: run.runId,
-                  seq,
-                  provider: model.provider,
-                  model_id: model.modelId,
-                  prompt_hash: p.hash,
-                  prompt_messages: JSON.stringify(p.messages),
-                  finish_reason: result.finishReason.unified,
-                  text_excerpt: excerpt(result),
-                  tool_call_ids: JSON.stringify(toolCallIds(result)),
-                  input_tokens: inputTokens,
-                  output_tokens: outputTokens,
-                  total_tokens: inputTokens + outputTokens,
-                  cost_usd: cost,
-                  latency_ms: result.latencyMs ?? 0,
-                  streamed: 0,
-                  created_at: run.clock.now(),
-                },
-                onConflict: { keys: ["run_id", "seq"], action: "ignore" },
-              },
-            ];
-            const charge = chargeOp(chain, inputTokens + outputTokens, cost);
-            if (charge !== null) rows.push(charge);
-            return rows;
+            const summary = streamSummary(outcome.value);
+            return [...rows(seq, prompt, summary, chain), ...streamChunkOps(run, seq, outcome.value.parts)];
           },
-          onRecorded: (result, seq) => {
-            for (const id of toolCallIds(result)) state.toolCallModelSeq.set(id, seq);
-            state.costUsd += costUsd(state.pricing, result.usage.inputTokens.total ?? 0, result.usage.outputTokens.total ?? 0);
-          },
+          onRecorded: (value, seq) => remember(state, seq, streamSummary(value)),
         });
+        recorded.then(
+          (value) => {
+            for (const part of value.parts) if (!live || part.type === "finish") consumer.enqueue(part);
+            consumer.close();
+          },
+          (error: unknown) => consumer.error(error),
+        );
+        return { stream };
       },
     },
   });
+}
+
+function remember(state: AgentRunState, seq: number, summary: CallSummary): void {
+  for (const id of summary.toolCallIds) state.toolCallModelSeq.set(id, seq);
+  state.costUsd += costUsd(state.pricing, summary.inputTokens, summary.outputTokens);
+}
+
+function streamSummary(value: RecordedStream): CallSummary {
+  const finish = value.parts.find((p) => p.type === "finish");
+  const content: LanguageModelV3Content[] = value.parts.flatMap((p): LanguageModelV3Content[] =>
+    p.type === "text-delta" ? [{ type: "text", text: p.delta }] : p.type === "tool-call" ? [p] : [],
+  );
+  return callSummary(
+    {
+      content,
+      finishReason: finish?.finishReason ?? { unified: "other", raw: undefined },
+      usage: finish?.usage ?? { inputTokens: { total: 0, noCache: undefined, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: 0, text: undefined, reasoning: undefined } },
+      warnings: [],
+      latencyMs: value.latencyMs,
+    } as LanguageModelV3GenerateResult & { latencyMs: number },
+    true,
+  );
+}
+
+function withSignal(params: LanguageModelV3CallOptions, signal: AbortSignal): AbortSignal {
+  return params.abortSignal === undefined ? signal : AbortSignal.any([params.abortSignal, signal]);
 }
 
 /**
@@ -120,41 +183,6 @@ function retryableProviderError(error: unknown): boolean {
   return true;
 }
 
-/**
- * The prompt, content-addressed message by message: each message is a payload stored once, so a
- * conversation of N turns stores O(N) messages, not N copies of a growing history.
- */
-function promptRecord(
-  params: LanguageModelV3CallOptions,
-  stored: Set<string>,
-  at: number,
-): { hash: string; messages: string[]; payloads: WriteOp[] } {
-  const payloads: WriteOp[] = [];
-  const messages = params.prompt.map((message) => {
-    const text = safeEncode(message);
-    const hash = hashText(text);
-    if (!stored.has(hash)) {
-      stored.add(hash);
-      payloads.push({
-        type: "insert",
-        table: "cairn_payloads",
-        values: { hash, body: text, size: text.length, created_at: at },
-        onConflict: { keys: ["hash"], action: "ignore" },
-      });
-    }
-    return hash;
-  });
-  return { hash: hashText(messages.join(",")), messages, payloads };
-}
-
-function safeEncode(value: unknown): string {
-  try {
-    return encodeValue(value, "a prompt message");
-  } catch {
-    return JSON.stringify(value, (_key, v: unknown) => (v instanceof URL ? v.href : typeof v === "bigint" ? v.toString() : v));
-  }
-}
-
 /** What is worth keeping of a response: no raw HTTP bodies or headers (large, and in the record twice). */
 function keepable(result: LanguageModelV3GenerateResult): LanguageModelV3GenerateResult {
   const { request: _request, response, ...rest } = result;
@@ -164,16 +192,4 @@ function keepable(result: LanguageModelV3GenerateResult): LanguageModelV3Generat
   void _body;
   void _headers;
   return { ...rest, response: meta };
-}
-
-function toolCallIds(result: LanguageModelV3GenerateResult): string[] {
-  return result.content.flatMap((part) => (part.type === "tool-call" ? [part.toolCallId] : []));
-}
-
-function excerpt(result: LanguageModelV3GenerateResult): string {
-  const text = result.content
-    .map((part) => (part.type === "text" ? part.text : part.type === "tool-call" ? `[${part.toolName}(${part.input})]` : ""))
-    .join(" ")
-    .trim();
-  return text.length > 200 ? `${text.slice(0, 199)}…` : text;
 }

@@ -5,6 +5,7 @@ import type { Command } from "./command.js";
 import { cancel } from "./commands/cancel.js";
 import { demo } from "./commands/demo.js";
 import { fork } from "./commands/fork.js";
+import { mockLlm } from "./commands/mock-llm.js";
 import { resume } from "./commands/resume.js";
 import { runs } from "./commands/runs.js";
 import { send } from "./commands/send.js";
@@ -14,7 +15,7 @@ import { databaseOf } from "./database.js";
 import { commandHelp, overallHelp } from "./help.js";
 import { print } from "./output.js";
 
-const COMMANDS: readonly Command[] = [runs, show, sql, cancel, resume, fork, send, demo];
+const COMMANDS: readonly Command[] = [runs, show, sql, cancel, resume, fork, send, demo, mockLlm];
 
 /** Runs the CLI on `argv` (without `node main.js`) and returns the exit code. */
 async function main(argv: readonly string[]): Promise<number> {

@@ -193,14 +193,16 @@ export const MIGRATIONS: readonly Migration[] = [
         seq INTEGER NOT NULL,
         created_at BIGINT NOT NULL
       )`,
+      // Streamed model output for readers in other processes (cairn.stream): text deltas as they
+      // arrive, rewritten from the record when the call's checkpoint commits, then a "finish" row.
       `CREATE TABLE cairn_stream_chunks (
         run_id TEXT NOT NULL,
-        position INTEGER NOT NULL,
         model_seq INTEGER NOT NULL,
+        position INTEGER NOT NULL,
         kind TEXT NOT NULL,
         chunk TEXT NOT NULL,
         created_at BIGINT NOT NULL,
-        PRIMARY KEY (run_id, position)
+        PRIMARY KEY (run_id, model_seq, position)
       )`,
       `CREATE VIEW cairn_trajectory AS
         SELECT run_id, seq, 'model' AS kind, model_id AS name, text_excerpt AS detail, total_tokens AS tokens,

@@ -39,7 +39,14 @@ export interface UpdateOp {
   increment?: Record<string, number>;
 }
 
-export type RowOp = InsertOp | UpdateOp;
+export interface DeleteOp {
+  type: "delete";
+  table: ExtensionTable;
+  /** Equality on each column; an array value means "any of". */
+  where: Record<string, SqlValue | SqlValue[]>;
+}
+
+export type RowOp = InsertOp | UpdateOp | DeleteOp;
 
 export interface BuiltSql {
   text: string;
@@ -61,7 +68,14 @@ function checkTable(table: string): void {
 
 export function buildRowOp(op: RowOp): BuiltSql {
   checkTable(op.table);
-  return op.type === "insert" ? buildInsert(op) : buildUpdate(op);
+  switch (op.type) {
+    case "insert":
+      return buildInsert(op);
+    case "update":
+      return buildUpdate(op);
+    case "delete":
+      return buildDelete(op);
+  }
 }
 
 function buildInsert(op: InsertOp): BuiltSql {
@@ -90,12 +104,26 @@ function buildUpdate(op: UpdateOp): BuiltSql {
     ...Object.entries(op.increment ?? {}).map(([c, n]) => `${ident(c, op.table)} = ${ident(c, op.table)} + ${param(n)}`),
   ];
   if (assignments.length === 0) throw new InvalidSpecError("set", op.set, `an update of ${op.table} must change something`);
+  const where = whereClause(op, param);
+  return { text: `UPDATE ${op.table} SET ${assignments.join(", ")} WHERE ${where}`, values };
+}
+
+function buildDelete(op: DeleteOp): BuiltSql {
+  const values: SqlValue[] = [];
+  const where = whereClause(op, (value) => {
+    values.push(value);
+    return `$${values.length}`;
+  });
+  return { text: `DELETE FROM ${op.table} WHERE ${where}`, values };
+}
+
+function whereClause(op: UpdateOp | DeleteOp, param: (value: SqlValue) => string): string {
   const conditions = Object.entries(op.where).map(([c, v]) => {
     const column = ident(c, op.table);
     if (!Array.isArray(v)) return v === null ? `${column} IS NULL` : `${column} = ${param(v)}`;
     if (v.length === 0) return "1 = 0";
     return `${column} IN (${v.map(param).join(", ")})`;
   });
-  if (conditions.length === 0) throw new InvalidSpecError("where", op.where, `an update of ${op.table} needs a condition`);
-  return { text: `UPDATE ${op.table} SET ${assignments.join(", ")} WHERE ${conditions.join(" AND ")}`, values };
+  if (conditions.length === 0) throw new InvalidSpecError("where", op.where, `a ${op.type} of ${op.table} needs a condition`);
+  return conditions.join(" AND ");
 }

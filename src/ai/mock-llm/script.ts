@@ -12,7 +12,7 @@
  *         "lastRole": "tool",           // role of the request's last message: system | user | assistant | tool
  *         "contains": "not found",      // substring of the last message's text (a tool message: the tool's result)
  *         "promptContains": "refund",   // substring of the last user message's text
- *         "promptMatches": "\\d+",       // regular expression (JavaScript) found in the last user message's text
+ *         "promptMatches": "\\d+",      // regular expression (JavaScript) found in the last user message's text
  *         "turn": 1,                    // number of assistant messages already in the request
  *         "model": "mock-1",            // the request's model, exactly
  *         "hasToolResultFor": "refund"  // a result of this tool comes after the last assistant message

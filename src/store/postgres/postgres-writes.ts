@@ -209,7 +209,8 @@ export class PostgresWrites {
       case "suspend":
         return this.suspend(db, op.runId, op.wait, op.at);
       case "insert":
-      case "update": {
+      case "update":
+      case "delete": {
         const built = buildRowOp(op);
         await db.query({ text: built.text, values: built.values });
         return;

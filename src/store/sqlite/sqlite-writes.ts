@@ -120,7 +120,8 @@ export class SqliteWrites {
         this.s.suspend.run(this.wakeAt(op.runId, op.wait, op.at), op.at, op.runId);
         return;
       case "insert":
-      case "update": {
+      case "update":
+      case "delete": {
         const built = buildRowOp(op);
         const positional = positionalPlaceholders(built.text, built.values);
         this.cached(positional.text).run(...positional.params);
