@@ -28,6 +28,8 @@ export interface AgentSpec {
   modelRetries?: number;
   /** Per model call attempt; a call that takes longer is aborted and retried. Default: none. */
   modelTimeoutMs?: number;
+  /** "fail" (default): a spent budget ends the run with BudgetExceededError. "ask": wait for approval of more. */
+  onBudgetExceeded?: "fail" | "ask";
 }
 
 /** `{ prompt }` or `{ messages }`; `delegation` is set by a parent agent. */
@@ -51,6 +53,9 @@ export function validateAgentSpec(name: string, spec: AgentSpec): void {
     throw new InvalidSpecError("model", spec.model, `agent "${name}" needs an AI SDK language model (e.g. provider.chatModel("id"))`);
   }
   validateBudget(spec.budget);
+  if (spec.onBudgetExceeded !== undefined && !["fail", "ask"].includes(spec.onBudgetExceeded)) {
+    throw new InvalidSpecError("onBudgetExceeded", spec.onBudgetExceeded, 'must be "fail" or "ask"');
+  }
   if (spec.maxSteps !== undefined && (!Number.isInteger(spec.maxSteps) || spec.maxSteps < 1)) {
     throw new InvalidSpecError("maxSteps", spec.maxSteps, "must be an integer ≥ 1");
   }
@@ -88,6 +93,7 @@ export function agentBody(spec: AgentSpec) {
     const model = recordedModel(run, spec.model, {
       scopeId: state.scopeId,
       retries: spec.modelRetries ?? 2,
+      onBudgetExceeded: spec.onBudgetExceeded ?? "fail",
       ...(spec.modelTimeoutMs === undefined ? {} : { timeoutMs: spec.modelTimeoutMs }),
     });
     const tools: ToolSet = { ...durableTools(run, ctx, spec.tools ?? {}, spec.permissions), ...subAgentTools(ctx, spec, state.scopeId) };

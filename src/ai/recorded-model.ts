@@ -12,6 +12,7 @@ import type { StepOptions } from "../engine/context.js";
 import type { WriteOp } from "../store/store.js";
 import { agentState, type AgentRunState } from "./agent-state.js";
 import { chargeOp, exceeded, scopeChain } from "./budget.js";
+import { askForMoreIfSpent } from "./budget-approval.js";
 import { callSummary, modelCallRow, promptRecord, type CallSummary, type PromptRecord } from "./model-call-record.js";
 import { costUsd } from "./pricing.js";
 import { appendChunk, streamChunkOps } from "./stream-chunks.js";
@@ -23,6 +24,8 @@ export interface RecordedModelOptions {
   retries?: number;
   /** Per attempt. Default: none. */
   timeoutMs?: number;
+  /** "fail" (default): a spent budget fails the run. "ask": wait for an approval to raise it. */
+  onBudgetExceeded?: "fail" | "ask";
 }
 
 /** What a streamed call records: every part, in order. */
@@ -67,6 +70,10 @@ export function recordedModel(run: DurableRun, model: LanguageModelV3, options: 
     return scopes.map((s) => s.run_id);
   }
 
+  async function askFirst(): Promise<void> {
+    if (options.onBudgetExceeded === "ask" && options.scopeId !== undefined) await askForMoreIfSpent(run, options.scopeId);
+  }
+
   function rows(seq: number, prompt: PromptRecord, summary: CallSummary, chain: string[]): WriteOp[] {
     const cost = costUsd(state.pricing, summary.inputTokens, summary.outputTokens);
     const out: WriteOp[] = [...prompt.payloads, modelCallRow(run, seq, model, prompt, summary, cost)];
@@ -80,6 +87,7 @@ export function recordedModel(run: DurableRun, model: LanguageModelV3, options: 
     middleware: {
       specificationVersion: "v3",
       wrapGenerate: async ({ params, model: inner }) => {
+        await askFirst();
         let chain: string[] = [];
         const prompt = promptRecord(params, state.storedMessages, run.clock.now());
         return run.operation<LanguageModelV3GenerateResult & { latencyMs?: number }>({
@@ -98,6 +106,7 @@ export function recordedModel(run: DurableRun, model: LanguageModelV3, options: 
       },
 
       wrapStream: async ({ params, model: inner }) => {
+        await askFirst();
         let chain: string[] = [];
         let delivered = false;
         let live = false;

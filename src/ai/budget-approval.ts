@@ -1,0 +1,80 @@
+import { BudgetExceededError } from "../errors.js";
+import type { DurableRun } from "../engine/durable-run.js";
+import { encodeValue } from "../store/codec.js";
+import { exceeded, extendOp, scopeChain, type Budget } from "./budget.js";
+import { approvalTopic, type ApprovalDecision } from "./durable-tools.js";
+
+interface Overrun {
+  scopeRunId: string;
+  budget: keyof Budget;
+  limit: number;
+  spent: number;
+}
+
+/**
+ * `onBudgetExceeded: "ask"`: before a model call, if a budget in the run's chain is spent, record an
+ * approval request (kind "budget", tool call id `budget:<seq>`) and wait for a decision, holding no
+ * memory. Approved: the spent budget is raised by its original limit and the call goes ahead.
+ * Denied: the run fails with a BudgetExceededError.
+ *
+ * Deterministic on replay: whether the run asked is read from the journal (the next record is the
+ * request, or the model call itself), never from the budget's current state.
+ */
+export async function askForMoreIfSpent(run: DurableRun, scopeId: string): Promise<void> {
+  for (;;) {
+    const next = run.peek();
+    if (next !== undefined && next.name !== "request-budget") return;
+    let overrun: Overrun | undefined;
+    if (next === undefined) {
+      const error = exceeded(await scopeChain(run, scopeId), run.clock.now(), run.runId);
+      if (error === null) return;
+      overrun = error as unknown as Overrun;
+    }
+    const requestId = await run.operation({
+      kind: "step",
+      name: "request-budget",
+      execute: ({ seq }) => `budget:${seq}`,
+      alsoWrite: (outcome) =>
+        outcome.ok && overrun !== undefined
+          ? [
+              {
+                type: "insert",
+                table: "cairn_approvals",
+                values: {
+                  run_id: run.runId,
+                  tool_call_id: outcome.value,
+                  kind: "budget",
+                  tool_name: overrun.budget,
+                  input: encodeValue({ budget: overrun.budget, limit: overrun.limit, spent: overrun.spent, scope: overrun.scopeRunId }, ""),
+                  status: "pending",
+                  requested_at: run.clock.now(),
+                },
+                onConflict: { keys: ["run_id", "tool_call_id"], action: "ignore" },
+              },
+            ]
+          : [],
+    });
+    const decision = (await run.recv<ApprovalDecision>(approvalTopic(requestId))) as ApprovalDecision;
+    if (!decision.approved) {
+      throw new BudgetExceededError(
+        `run ${run.runId} spent a budget and the request for more (${requestId}) was denied${decision.by === null ? "" : ` by ${decision.by}`}` +
+          `${decision.reason === null ? "" : `: ${decision.reason}`}`,
+        { runId: run.runId },
+      );
+    }
+    let raise: Parameters<typeof extendOp> | undefined;
+    await run.operation({
+      kind: "step",
+      name: "extend-budget",
+      execute: async () => {
+        const chain = await scopeChain(run, scopeId);
+        const error = exceeded(chain, run.clock.now(), run.runId) as unknown as Overrun | null;
+        if (error === null) return null;
+        const scope = chain.find((s) => s.run_id === error.scopeRunId)!;
+        raise = [scope, { [error.budget]: error.limit }];
+        return { scope: error.scopeRunId, budget: error.budget, by: error.limit };
+      },
+      alsoWrite: () => (raise === undefined ? [] : [extendOp(...raise)]),
+    });
+  }
+}
