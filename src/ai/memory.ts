@@ -215,7 +215,6 @@ async function nextVersion(store: Store, agent: string, key: string, idempotency
   for (const [owner, version] of pending) if (version <= committed) pending.delete(owner);
   const own = pending.get(idempotencyKey);
   if (own !== undefined) return own;
-  if (process.env.NO_RESERVE) return committed + 1;
   const version = Math.max(committed, ...pending.values()) + 1;
   pending.set(idempotencyKey, version);
   return version;
