@@ -26,7 +26,7 @@ export interface ExecutionHost {
   /** An unloaded run wants waking at `time`. */
   wakeAt(time: number): void;
   /** The execution let go of its run: it finished, unloaded, lost its lease or hit a store error. */
-  released(runId: string, reason: "settled" | "suspended" | "lost" | "store-error"): void;
+  released(runId: string, reason: "settled" | "suspended" | "lost" | "store-error", error?: unknown): void;
 }
 
 export type WorkflowFunction = (ctx: WorkflowContext, input: never) => Promise<unknown>;
@@ -569,7 +569,7 @@ export class RunExecution implements WorkflowContext {
     try {
       await this.store.commit(this.fence, [{ type: "suspend", runId: this.runId, wait, at: this.clock.now() }]);
     } catch (error) {
-      this.host.released(this.runId, error instanceof FencedError ? "lost" : "store-error");
+      this.host.released(this.runId, error instanceof FencedError ? "lost" : "store-error", error);
       return;
     }
     this.host.released(this.runId, "suspended");
@@ -597,7 +597,7 @@ export class RunExecution implements WorkflowContext {
     try {
       await this.store.commit(this.fence, [{ type: "finish", runId: this.runId, status, output, error, at: this.clock.now() }]);
     } catch (failure) {
-      this.host.released(this.runId, failure instanceof FencedError ? "lost" : "store-error");
+      this.host.released(this.runId, failure instanceof FencedError ? "lost" : "store-error", failure);
       return;
     }
     this.host.released(this.runId, "settled");
@@ -618,7 +618,7 @@ export class RunExecution implements WorkflowContext {
       if (!this.stopped) {
         this.stopped = true;
         this.stopSignal.abort(error);
-        this.host.released(this.runId, "store-error");
+        this.host.released(this.runId, "store-error", error);
       }
       return false;
     }

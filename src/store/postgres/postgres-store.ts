@@ -202,12 +202,23 @@ export class PostgresStore implements Store {
           continue;
         }
       }
-      for (const op of pending.ops) {
-        // A run inserted by this batch: its row is locked before a suspend reads its inbox.
-        if (op.type === "suspend" && !locked.has(op.runId)) await this.writes.lockRun(client, op.runId);
-        await this.writes.apply(client, op);
-        if (op.type === "run") touched.add(op.run.id);
-        if (op.type === "finish" || op.type === "suspend") touched.add(op.runId);
+      // Several commits share the transaction: each gets a savepoint, so one whose data breaks a
+      // constraint fails alone instead of taking the others' commits down with it.
+      const isolated = batch.length > 1;
+      if (isolated) await client.query("SAVEPOINT cairn_commit");
+      try {
+        for (const op of pending.ops) {
+          // A run inserted by this batch: its row is locked before a suspend reads its inbox.
+          if (op.type === "suspend" && !locked.has(op.runId)) await this.writes.lockRun(client, op.runId);
+          await this.writes.apply(client, op);
+          if (op.type === "run") touched.add(op.run.id);
+          if (op.type === "finish" || op.type === "suspend") touched.add(op.runId);
+        }
+        if (isolated) await client.query("RELEASE SAVEPOINT cairn_commit");
+      } catch (error) {
+        if (!isolated || !isDataError(error)) throw error;
+        await client.query("ROLLBACK TO SAVEPOINT cairn_commit");
+        outcomes[i] = error;
       }
     }
   }
@@ -504,4 +515,10 @@ function newerSchema(version: number): NotACairnDatabaseError {
   return new NotACairnDatabaseError(
     `the database has Cairn schema version ${version}, newer than this Cairn knows (${LATEST_SCHEMA_VERSION}) — upgrade Cairn`,
   );
+}
+
+/** SQLSTATE classes 22 (data exception) and 23 (integrity constraint violation): this commit's own fault. */
+function isDataError(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === "string" && (code.startsWith("22") || code.startsWith("23"));
 }

@@ -63,7 +63,13 @@ export class SqliteStore implements Store {
       this.db.pragma(`synchronous = ${options.synchronous ?? "FULL"}`);
     }
     this.writes = new SqliteWrites(this.db);
+    // Called inside the group commit's transaction, better-sqlite3 runs this as a savepoint.
+    this.applyInSavepoint = this.db.transaction((ops: WriteOp[]) => {
+      for (const op of ops) this.writes.apply(op);
+    });
   }
+
+  private readonly applyInSavepoint: (ops: WriteOp[]) => void;
 
   async migrate(): Promise<void> {
     await this.lock.run(() => {
@@ -127,7 +133,17 @@ export class SqliteStore implements Store {
               outcomes[i] = fenced(pending.fence);
               return;
             }
-            for (const op of pending.ops) this.writes.apply(op);
+            if (batch.length === 1) {
+              for (const op of pending.ops) this.writes.apply(op);
+              return;
+            }
+            // Several commits share the transaction: each gets a savepoint, so one that breaks a
+            // constraint fails alone instead of taking the others' commits down with it.
+            try {
+              this.applyInSavepoint(pending.ops);
+            } catch (error) {
+              outcomes[i] = error;
+            }
           });
         })
         .immediate();
