@@ -1,8 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
+import { CairnError } from "../errors.js";
 import type { ExecutorRow, RunRow, Store } from "../store/store.js";
 import type { Clock } from "./clock.js";
 import { RunExecution, type ExecutionHost, type WorkflowFunction } from "./run-execution.js";
+import { errorText } from "./values.js";
 
 export interface ExecutorOptions {
   appVersion: string;
@@ -42,6 +44,9 @@ export class Executor implements ExecutionHost {
   private wakeTimerAt = Infinity;
   private unsubscribeClock: (() => void) | null = null;
   private readonly reloads = new Set<string>();
+  /** Consecutive store failures per run: a write the database refuses every time must end the run. */
+  private readonly storeFailures = new Map<string, { count: number; error: unknown }>();
+  private registration: ExecutorRow | null = null;
 
   constructor(
     readonly store: Store,
@@ -71,6 +76,7 @@ export class Executor implements ExecutionHost {
       heartbeatAt: now,
     };
     await this.store.registerExecutor(row);
+    this.registration = row;
     executorsInThisProcess.add(this.executorId);
     this.started = true;
     // A jump of a manual clock would make our own heartbeat look stale to executors sharing it.
@@ -161,9 +167,15 @@ export class Executor implements ExecutionHost {
     this.wakeTimer.unref();
   }
 
-  released(runId: string, reason: "settled" | "suspended" | "lost" | "store-error"): void {
+  released(runId: string, reason: "settled" | "suspended" | "lost" | "store-error", error?: unknown): void {
     this.executions.delete(runId);
-    if (reason === "store-error") this.reloads.add(runId);
+    if (reason === "store-error") {
+      this.reloads.add(runId);
+      const failures = this.storeFailures.get(runId);
+      this.storeFailures.set(runId, { count: (failures?.count ?? 0) + 1, error });
+    } else {
+      this.storeFailures.delete(runId);
+    }
     this.notifyRunChange(runId);
   }
 
@@ -222,6 +234,13 @@ export class Executor implements ExecutionHost {
 
   private async deadExecutors(now: number): Promise<string[]> {
     const executors = await this.store.listExecutors();
+    if (this.registration !== null && !executors.some((e) => e.id === this.executorId)) {
+      // Our row is gone: a peer presumed us dead (this process was paused past the lease — a
+      // SIGSTOP, a long GC, a frozen VM) and took our runs over; fencing refuses our writes into
+      // them. Without a row, every run we claim from now on would look orphaned and be taken over
+      // at once, its in-flight steps run twice. Come back as a live executor, before claiming.
+      await this.store.registerExecutor({ ...this.registration, heartbeatAt: now });
+    }
     const me = hostname();
     let livePids: Set<number> | null | undefined;
     const dead: string[] = [];
@@ -249,11 +268,35 @@ export class Executor implements ExecutionHost {
   private async reloadAfterStoreErrors(): Promise<void> {
     for (const runId of [...this.reloads]) {
       this.reloads.delete(runId);
+      const failures = this.storeFailures.get(runId);
+      if (failures !== undefined && failures.count >= MAX_STORE_FAILURES) {
+        this.storeFailures.delete(runId);
+        await this.failRun(runId, failures);
+        continue;
+      }
       const run = await this.store.getRun(runId);
       if (run !== undefined && run.status === "running" && run.executorId === this.executorId && !this.executions.has(runId)) {
         this.load(run, await this.store.loadJournal(runId));
       }
     }
+  }
+
+  /**
+   * A run whose writes the database refused MAX_STORE_FAILURES times in a row (a constraint its own
+   * data breaks, say) fails with that error instead of being reloaded forever. A transient outage
+   * (connection lost) heals by reloading long before that.
+   */
+  private async failRun(runId: string, failures: { count: number; error: unknown }): Promise<void> {
+    const error = new CairnError(
+      `the database refused the writes of run ${runId} ${failures.count} times in a row: ${(failures.error as Error)?.message ?? String(failures.error)}`,
+      { runId, cause: failures.error },
+    );
+    await this.store
+      .commit({ runId, executorId: this.executorId }, [
+        { type: "finish", runId, status: "failed", output: null, error: errorText(error), at: this.clock.now() },
+      ])
+      .catch((failure: unknown) => this.options.onError(failure));
+    this.notifyRunChange(runId);
   }
 
   private async heartbeat(): Promise<void> {
@@ -264,6 +307,8 @@ export class Executor implements ExecutionHost {
     }
   }
 }
+
+const MAX_STORE_FAILURES = 5;
 
 /** Executors alive in this process: a row with our pid but not in here is a dead predecessor's. */
 const executorsInThisProcess = new Set<string>();
