@@ -2,6 +2,7 @@ import type { ErrorRecord } from "../errors.js";
 import { decodeValue } from "../store/codec.js";
 import type { RunRow, StepRow, Store } from "../store/store.js";
 import { RunNotFoundError } from "../errors.js";
+import { agentTreeJson, loadAgentTree, renderAgentTree, type AgentTreeRun } from "./agent-tree.js";
 import { formatClock, formatDuration, formatTime, renderValue, table, truncate } from "./output.js";
 import { runDurationMs, runJson } from "./run-fields.js";
 import { bold, dim, red, status } from "./style.js";
@@ -11,18 +12,24 @@ export interface RunView {
   run: RunRow;
   children: RunRow[];
   journal: StepRow[];
+  /** The run's tree of descendants with model calls, tokens and cost; only for a run with children or model calls. */
+  agents?: AgentTreeRun[] | undefined;
 }
 
 export async function loadRunView(store: Store, runId: string): Promise<RunView> {
   const run = await store.getRun(runId);
   if (run === undefined) throw new RunNotFoundError(runId);
-  const [children, journal] = await Promise.all([store.listRuns({ parentId: runId, limit: 1000 }), store.loadJournal(runId)]);
+  const [children, journal, agents] = await Promise.all([
+    store.listRuns({ parentId: runId, limit: 1000 }),
+    store.loadJournal(runId),
+    loadAgentTree(store, run),
+  ]);
   children.sort((a, b) => (a.parentSeq ?? 0) - (b.parentSeq ?? 0));
-  return { run, children, journal };
+  return { run, children, journal, agents };
 }
 
 /** The header and the journal as a timeline, for people. */
-export function renderRunView({ run, children, journal }: RunView): string {
+export function renderRunView({ run, children, journal, agents }: RunView): string {
   const field = (label: string, value: string) => `${dim(label.padEnd(12))}${value}`;
   const lines = [
     field("run", bold(run.id)),
@@ -42,6 +49,7 @@ export function renderRunView({ run, children, journal }: RunView): string {
   lines.push("");
   if (journal.length === 0) {
     lines.push(dim("journal: empty (no step recorded yet)"));
+    if (agents !== undefined) lines.push("", renderAgentTree(agents));
     return lines.join("\n");
   }
   lines.push(
@@ -66,11 +74,12 @@ export function renderRunView({ run, children, journal }: RunView): string {
       ]),
     ),
   );
+  if (agents !== undefined) lines.push("", renderAgentTree(agents));
   return lines.join("\n");
 }
 
 /** The same, for `--json`: values decoded, errors as `{ name, message, code }`. */
-export function runViewJson({ run, children, journal }: RunView): Record<string, unknown> {
+export function runViewJson({ run, children, journal, agents }: RunView): Record<string, unknown> {
   return {
     ...runJson(run),
     input: decodeOrText(run.input),
@@ -89,6 +98,7 @@ export function runViewJson({ run, children, journal }: RunView): Record<string,
       output: step.status === "succeeded" ? decodeOrText(step.output) : null,
       error: step.error === null ? null : errorRecord(step.error),
     })),
+    ...(agents === undefined ? {} : { agents: agentTreeJson(agents) }),
   };
 }
 
@@ -105,7 +115,7 @@ function stepPreview(step: StepRow): string {
   return valuePreview(step.output, 60);
 }
 
-function valuePreview(text: string | null, max: number): string {
+export function valuePreview(text: string | null, max: number): string {
   if (text === null) return dim("-");
   const decoded = decode(text);
   return decoded.ok ? renderValue(decoded.value, max) : truncate(text, max);
@@ -127,7 +137,7 @@ function errorRecord(text: string): { name: string; message: string; code?: stri
 }
 
 /** A stored value decoded with the journal's codec; the raw text if it does not decode. */
-function decodeOrText(text: string | null): unknown {
+export function decodeOrText(text: string | null): unknown {
   if (text === null) return null;
   const decoded = decode(text);
   return decoded.ok ? decoded.value : text;

@@ -2,7 +2,10 @@
 import { findCommand, GLOBAL_OPTIONS, parseArgs } from "./args.js";
 import { CliError, describeError } from "./cli-error.js";
 import type { Command } from "./command.js";
+import { approvals } from "./commands/approvals.js";
+import { approve } from "./commands/approve.js";
 import { cancel } from "./commands/cancel.js";
+import { deny } from "./commands/deny.js";
 import { demo } from "./commands/demo.js";
 import { fork } from "./commands/fork.js";
 import { mockLlm } from "./commands/mock-llm.js";
@@ -11,11 +14,12 @@ import { runs } from "./commands/runs.js";
 import { send } from "./commands/send.js";
 import { show } from "./commands/show.js";
 import { sql } from "./commands/sql.js";
+import { why } from "./commands/why.js";
 import { databaseOf } from "./database.js";
 import { commandHelp, overallHelp } from "./help.js";
 import { print } from "./output.js";
 
-const COMMANDS: readonly Command[] = [runs, show, sql, cancel, resume, fork, send, demo, mockLlm];
+const COMMANDS: readonly Command[] = [runs, show, why, sql, cancel, resume, fork, send, approvals, approve, deny, demo, mockLlm];
 
 /** Runs the CLI on `argv` (without `node main.js`) and returns the exit code. */
 async function main(argv: readonly string[]): Promise<number> {

@@ -12,6 +12,7 @@ export const show: Command = {
     "The header: workflow, status, error, parent, children, app version, fork origin.",
     "The timeline: one row per journal entry (seq, name, kind, status, duration, attempts)",
     "with a preview of its output (decoded) or its error.",
+    "For a run with children or model calls, the agents: its tree of runs with model calls, tokens and cost.",
   ],
   options: {},
   async run({ args, database, json }) {
