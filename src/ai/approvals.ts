@@ -7,6 +7,8 @@ import { approvalTopic, type ApprovalDecision } from "./durable-tools.js";
 export interface PendingApproval {
   runId: string;
   toolCallId: string;
+  /** "tool": a tool call behind an "approve" permission; "budget": a request to raise a spent budget. */
+  kind: "tool" | "budget";
   toolName: string;
   input: unknown;
   requestedAt: Date;
@@ -14,6 +16,8 @@ export interface PendingApproval {
 
 interface ApprovalRow {
   run_id: string;
+  request_seq: number;
+  kind: "tool" | "budget";
   tool_call_id: string;
   tool_name: string;
   input: string | null;
@@ -41,19 +45,20 @@ export class Approvals {
   /** Pending approvals, oldest first. */
   async list(filter: { runId?: string } = {}): Promise<PendingApproval[]> {
     const store = await this.host.ready();
-    const columns = "run_id, tool_call_id, tool_name, input, status, requested_at";
+    const columns = "run_id, request_seq, kind, tool_call_id, tool_name, input, status, requested_at";
     const rows =
       filter.runId === undefined
         ? await store.select<ApprovalRow>(
-            `SELECT ${columns} FROM cairn_approvals WHERE status = 'pending' ORDER BY requested_at, run_id, tool_call_id`,
+            `SELECT ${columns} FROM cairn_approvals WHERE status = 'pending' ORDER BY requested_at, run_id, request_seq`,
           )
         : await store.select<ApprovalRow>(
-            `SELECT ${columns} FROM cairn_approvals WHERE status = 'pending' AND run_id = $1 ORDER BY requested_at, tool_call_id`,
+            `SELECT ${columns} FROM cairn_approvals WHERE status = 'pending' AND run_id = $1 ORDER BY requested_at, request_seq`,
             [filter.runId],
           );
     return rows.map((r) => ({
       runId: r.run_id,
       toolCallId: r.tool_call_id,
+      kind: r.kind,
       toolName: r.tool_name,
       input: r.input === null ? undefined : decodeValue(r.input),
       requestedAt: new Date(Number(r.requested_at)),
@@ -70,8 +75,11 @@ export class Approvals {
 
   private async decide(runId: string, toolCallId: string, decision: ApprovalDecision): Promise<void> {
     const store = await this.host.ready();
+    // The newest request under this id: a provider's tool call ids are unique in a conversation,
+    // not necessarily across every conversation a run holds.
     const [row] = await store.select<ApprovalRow>(
-      "SELECT run_id, tool_call_id, tool_name, input, status, requested_at FROM cairn_approvals WHERE run_id = $1 AND tool_call_id = $2",
+      `SELECT run_id, request_seq, kind, tool_call_id, tool_name, input, status, requested_at FROM cairn_approvals
+       WHERE run_id = $1 AND tool_call_id = $2 ORDER BY (CASE WHEN status = 'pending' THEN 0 ELSE 1 END), request_seq DESC`,
       [runId, toolCallId],
     );
     if (row === undefined) {
@@ -82,21 +90,22 @@ export class Approvals {
     if (row.status !== "pending") {
       throw new CairnError(`the approval of tool call ${toolCallId} in run ${runId} was already decided (${row.status})`, { runId });
     }
+    const requestSeq = Number(row.request_seq);
     const at = this.host.now();
     await store.commit(null, [
       {
         type: "update",
         table: "cairn_approvals",
-        where: { run_id: runId, tool_call_id: toolCallId, status: "pending" },
+        where: { run_id: runId, request_seq: requestSeq, status: "pending" },
         set: { status: decision.approved ? "approved" : "denied", decided_at: at, decided_by: decision.by, reason: decision.reason },
       },
       {
         type: "message",
         message: {
           // One decision per request: a second one (a retry, a race) inserts nothing.
-          id: `approval:${runId}:${toolCallId}`,
+          id: `approval:${runId}:${requestSeq}`,
           runId,
-          topic: approvalTopic(toolCallId),
+          topic: approvalTopic(requestSeq),
           body: toStored(decision, "an approval decision"),
           sender: decision.by,
           createdAt: at,

@@ -1,8 +1,7 @@
 import { BudgetExceededError } from "../errors.js";
 import type { DurableRun } from "../engine/durable-run.js";
-import { encodeValue } from "../store/codec.js";
 import { exceeded, extendOp, scopeChain, type Budget } from "./budget.js";
-import { approvalTopic, type ApprovalDecision } from "./durable-tools.js";
+import { approvalTopic, requestApproval, type ApprovalDecision } from "./durable-tools.js";
 
 interface Overrun {
   scopeRunId: string;
@@ -23,38 +22,22 @@ interface Overrun {
 export async function askForMoreIfSpent(run: DurableRun, scopeId: string): Promise<void> {
   for (;;) {
     const next = run.peek();
-    if (next !== undefined && next.name !== "request-budget") return;
+    if (next !== undefined && next.name !== "request-approval:budget") return;
     let overrun: Overrun | undefined;
     if (next === undefined) {
       const error = exceeded(await scopeChain(run, scopeId), run.clock.now(), run.runId);
       if (error === null) return;
       overrun = error as unknown as Overrun;
     }
-    const requestId = await run.operation({
-      kind: "step",
-      name: "request-budget",
-      execute: ({ seq }) => `budget:${seq}`,
-      alsoWrite: (outcome) =>
-        outcome.ok && overrun !== undefined
-          ? [
-              {
-                type: "insert",
-                table: "cairn_approvals",
-                values: {
-                  run_id: run.runId,
-                  tool_call_id: outcome.value,
-                  kind: "budget",
-                  tool_name: overrun.budget,
-                  input: encodeValue({ budget: overrun.budget, limit: overrun.limit, spent: overrun.spent, scope: overrun.scopeRunId }, ""),
-                  status: "pending",
-                  requested_at: run.clock.now(),
-                },
-                onConflict: { keys: ["run_id", "tool_call_id"], action: "ignore" },
-              },
-            ]
-          : [],
+    const requestSeq = await requestApproval(run, {
+      stepName: "request-approval:budget",
+      toolName: overrun?.budget ?? "budget",
+      toolCallId: (seq) => `budget:${seq}`,
+      input: overrun === undefined ? null : { budget: overrun.budget, limit: overrun.limit, spent: overrun.spent, scope: overrun.scopeRunId },
+      kind: "budget",
     });
-    const decision = (await run.recv<ApprovalDecision>(approvalTopic(requestId))) as ApprovalDecision;
+    const requestId = `budget:${requestSeq}`;
+    const decision = (await run.recv<ApprovalDecision>(approvalTopic(requestSeq))) as ApprovalDecision;
     if (!decision.approved) {
       throw new BudgetExceededError(
         `run ${run.runId} spent a budget and the request for more (${requestId}) was denied${decision.by === null ? "" : ` by ${decision.by}`}` +

@@ -26,8 +26,9 @@ export interface ApprovalDecision {
   reason: string | null;
 }
 
-export function approvalTopic(toolCallId: string): string {
-  return `approval:${toolCallId}`;
+/** The topic a decision reaches the run on: per request (the seq of the step that asked). */
+export function approvalTopic(requestSeq: number): string {
+  return `approval:${requestSeq}`;
 }
 
 export function validatePermissions(permissions: Permissions | undefined, tools: ToolSet): void {
@@ -91,8 +92,14 @@ async function runTool(
   }
   let decidedBy: string | null = null;
   if (decision === "approve") {
-    await requestApproval(run, name, toolCallId, input);
-    const answer = (await ctx.recv<ApprovalDecision>(approvalTopic(toolCallId))) as ApprovalDecision;
+    const requestSeq = await requestApproval(run, {
+      stepName: `request-approval:${name}`,
+      toolName: name,
+      toolCallId: () => toolCallId,
+      input,
+      kind: "tool",
+    });
+    const answer = (await ctx.recv<ApprovalDecision>(approvalTopic(requestSeq))) as ApprovalDecision;
     decidedBy = answer.by;
     if (!answer.approved) {
       return recordTool(run, name, input, options, "denied", "approve", decidedBy, async () => ({
@@ -147,28 +154,41 @@ function recordTool(
   });
 }
 
-async function requestApproval(run: DurableRun, name: string, toolCallId: string, input: unknown): Promise<void> {
-  await run.operation({
-    kind: "step",
-    name: `request-approval:${name}`,
-    execute: () => toolCallId,
-    alsoWrite: (): WriteOp[] => [
-      {
-        type: "insert",
-        table: "cairn_approvals",
-        values: {
-          run_id: run.runId,
-          tool_call_id: toolCallId,
-          kind: "tool",
-          tool_name: name,
-          input: encodeValue(input, `input of tool ${name}`),
-          status: "pending",
-          requested_at: run.clock.now(),
-        },
-        onConflict: { keys: ["run_id", "tool_call_id"], action: "ignore" },
-      },
-    ],
+/**
+ * Records an approval request (a step, and a pending `cairn_approvals` row in its transaction) and
+ * returns its seq. A run that replays the request without its decision in the journal (a fork, a
+ * resumed run) makes sure the row is there and pending, so someone can still decide.
+ */
+export async function requestApproval(
+  run: DurableRun,
+  request: { stepName: string; toolName: string; toolCallId: (seq: number) => string; input: unknown; kind: "tool" | "budget" },
+): Promise<number> {
+  const { toolName: name, input, kind } = request;
+  const row = (seq: number): WriteOp => ({
+    type: "insert",
+    table: "cairn_approvals",
+    values: {
+      run_id: run.runId,
+      request_seq: seq,
+      tool_call_id: request.toolCallId(seq),
+      kind,
+      tool_name: name,
+      input: encodeValue(input, `input of ${name}`),
+      status: "pending",
+      requested_at: run.clock.now(),
+    },
+    onConflict: { keys: ["run_id", "request_seq"], action: "ignore" },
   });
+  let live = false;
+  const seq = await run.operation({
+    kind: "step",
+    name: request.stepName,
+    execute: ({ seq }) => ((live = true), seq),
+    alsoWrite: (_outcome, seq) => [row(seq)],
+  });
+  const decided = run.peek();
+  if (!live && (decided === undefined || decided.status === "pending")) await run.store.commit(null, [row(seq)]);
+  return seq;
 }
 
 function jsonPreview(value: unknown, max: number): string {

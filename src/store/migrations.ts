@@ -144,8 +144,11 @@ export const MIGRATIONS: readonly Migration[] = [
         PRIMARY KEY (run_id, seq)
       )`,
       `CREATE INDEX cairn_tool_calls_id ON cairn_tool_calls (run_id, tool_call_id)`,
+      // A request is keyed by the seq of the step that made it; tool_call_id is what people quote
+      // (a provider's tool call id, or budget:<seq>).
       `CREATE TABLE cairn_approvals (
         run_id TEXT NOT NULL,
+        request_seq INTEGER NOT NULL,
         tool_call_id TEXT NOT NULL,
         kind TEXT NOT NULL,
         tool_name TEXT NOT NULL,
@@ -155,7 +158,7 @@ export const MIGRATIONS: readonly Migration[] = [
         decided_at BIGINT,
         decided_by TEXT,
         reason TEXT,
-        PRIMARY KEY (run_id, tool_call_id)
+        PRIMARY KEY (run_id, request_seq)
       )`,
       `CREATE INDEX cairn_approvals_pending ON cairn_approvals (status, requested_at)`,
       // A budget scope per agent run; a sub-agent's scope is carved out of its parent's, and every

@@ -1,3 +1,4 @@
+import { CANCEL_APPROVALS, FORK_MODEL_CALLS, FORK_TOOL_CALLS, REOPEN_APPROVALS } from "../agent-rows.js";
 import { buildRowOp } from "../row-ops.js";
 import { forkIdTaken } from "../fork.js";
 import type { ClientBase, Pool } from "pg";
@@ -282,6 +283,7 @@ export class PostgresWrites {
       values: [runId, error, at],
     });
     if (result.rows.length > 0) {
+      await db.query({ name: "cairn_cancel_approvals", text: CANCEL_APPROVALS, values: [runId] });
       // Executors running the cancelled runs hear of it at once, and a waiting parent wakes.
       await db.query({
         name: "cairn_wake_parent",
@@ -319,6 +321,7 @@ export class PostgresWrites {
              WHERE id IN (SELECT id FROM tree) AND status = 'cancelled'`,
       values: [runId, at],
     });
+    await db.query({ name: "cairn_reopen_approvals", text: REOPEN_APPROVALS, values: [runId] });
     await db.query(`NOTIFY ${WAKE_CHANNEL}`);
     return true;
   }
@@ -334,6 +337,8 @@ export class PostgresWrites {
              FROM cairn_steps WHERE run_id = $2 AND seq < $3 AND status <> 'pending'`,
       values: [fork.id, runId, fromSeq],
     });
+    await db.query({ name: "cairn_fork_model_calls", text: FORK_MODEL_CALLS, values: [fork.id, runId, fromSeq] });
+    await db.query({ name: "cairn_fork_tool_calls", text: FORK_TOOL_CALLS, values: [fork.id, runId, fromSeq] });
   }
 
   private async step(db: Db, step: StepRecord): Promise<void> {

@@ -1,5 +1,6 @@
 import type Database from "better-sqlite3";
 import { forkIdTaken } from "../fork.js";
+import { CANCEL_APPROVALS, FORK_MODEL_CALLS, FORK_TOOL_CALLS, REOPEN_APPROVALS } from "../agent-rows.js";
 import { buildRowOp } from "../row-ops.js";
 import { numbered, positionalPlaceholders, splitStored } from "../rows.js";
 import type { Fence, NewRun, ReceiveRequest, ReceiveResult, StepRecord, StoredValue, WaitCondition, WriteOp } from "../store.js";
@@ -183,7 +184,10 @@ export class SqliteWrites {
          RETURNING id`,
       )
       .all(numbered(runId, error, at)) as { id: string }[];
-    if (rows.length > 0) this.s.wakeParent.run(numbered(at, runId));
+    if (rows.length > 0) {
+      this.shared(CANCEL_APPROVALS, [runId]);
+      this.s.wakeParent.run(numbered(at, runId));
+    }
     return rows.map((r) => r.id);
   }
 
@@ -213,6 +217,7 @@ export class SqliteWrites {
          WHERE id IN (SELECT id FROM tree) AND status = 'cancelled'`,
       )
       .run(numbered(runId, at));
+    this.shared(REOPEN_APPROVALS, [runId]);
     return true;
   }
 
@@ -226,6 +231,14 @@ export class SqliteWrites {
          FROM cairn_steps WHERE run_id = ? AND seq < ? AND status <> 'pending'`,
       )
       .run(fork.id, runId, fromSeq);
+    this.shared(FORK_MODEL_CALLS, [fork.id, runId, fromSeq]);
+    this.shared(FORK_TOOL_CALLS, [fork.id, runId, fromSeq]);
+  }
+
+  /** Runs a statement written for both backends (`$n` placeholders). */
+  private shared(text: string, params: unknown[]): void {
+    const q = positionalPlaceholders(text, params);
+    this.cached(q.text).run(...q.params);
   }
 
   private step(step: StepRecord): void {
