@@ -1,0 +1,55 @@
+import { describe, expect, it } from "vitest";
+import { BACKENDS } from "../backends.js";
+import { cairnFactory } from "../harness.js";
+import { readLedger, tally, workerFactory } from "./crash-harness.js";
+
+describe.each(BACKENDS)("a worker paused past its lease on $name", (backend) => {
+  const env = cairnFactory(backend);
+  const workers = workerFactory();
+
+  it("is taken over; once it wakes it commits nothing into the run it lost, and its later claims are not orphans", async () => {
+    const leaseMs = 600;
+    const db = await env.database();
+    const ledger = workers.ledger();
+    const frozen = workers.spawn({
+      database: db,
+      ledger,
+      leaseMs,
+      stay: true,
+      start: [{ workflow: "steps", id: "held", input: { n: 4 } }],
+      hang: ["slow@held@1"],
+    });
+    await frozen.line(/^slow held 1$/);
+    // SIGSTOP: alive (its pid answers, its PostgreSQL session stays open) but silent, so only the
+    // lease can tell the peer it is gone.
+    frozen.pause();
+    const peer = workers.spawn({ database: db, ledger, leaseMs, stay: true, await: ["held"] });
+    expect(await peer.result("held")).toEqual({ status: "succeeded", value: { n: 4, sum: 14 } });
+
+    frozen.resume();
+    // Its step finishes the effect it had begun (at least once: same key), then its commit is fenced.
+    await frozen.line(/^done held 1$/);
+    const observer = env.cairn(db);
+    const steps = observer.workflow("steps", async () => undefined);
+    const ids = Array.from({ length: 10 }, (_, i) => `after-${i}`);
+    for (const id of ids) await steps.start({ n: 5 }, { id });
+    for (const id of ids) expect((await observer.waitForRun(id, { timeoutMs: 15_000 })).status).toBe("succeeded");
+
+    const entries = readLedger(ledger);
+    const byHeld = entries
+      .filter((e) => e.kind === "done" && e.runId === "held")
+      .map((e) => [e.seq, e.pid === frozen.pid ? "frozen" : "peer", e.key]);
+    expect(byHeld).toEqual([
+      [0, "frozen", "held:0"],
+      [1, "peer", "held:1"],
+      [2, "peer", "held:2"],
+      [3, "peer", "held:3"],
+      [1, "frozen", "held:1"],
+    ]);
+    // No crash after the pause: each step of the later runs ran once, and no run was taken over.
+    const done = tally(entries, "done");
+    for (const id of ids) expect([0, 1, 2, 3, 4].map((seq) => done.get(`${id} ${seq}`)), id).toEqual([1, 1, 1, 1, 1]);
+    const recovered = await observer.store().query("SELECT id, recoveries FROM cairn_runs WHERE id LIKE 'after-%' AND recoveries > 0");
+    expect(recovered.rows).toEqual([]);
+  });
+});
