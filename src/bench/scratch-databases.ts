@@ -50,14 +50,22 @@ export class ScratchPostgres {
   /** The server's version string, for the report. */
   async version(): Promise<string> {
     return this.admin(async (client) => {
-      const result = await client.query<{ v: string }>("SHOW server_version");
+      const result = await client.query<{ v: string }>("SELECT current_setting('server_version') AS v");
       return result.rows[0]?.v ?? "unknown";
     });
   }
 
-  async fresh(): Promise<ScratchDatabase> {
+  /**
+   * A new database. `durable: false` sets its synchronous_commit to off, so commits return before
+   * their WAL is flushed: the engine's cost per step without the disk's (a diagnostic, never a
+   * configuration Cairn recommends).
+   */
+  async fresh(durable = true): Promise<ScratchDatabase> {
     const name = `cairn_bench_${randomBytes(6).toString("hex")}`;
-    await this.admin((client) => client.query(`CREATE DATABASE ${name}`));
+    await this.admin(async (client) => {
+      await client.query(`CREATE DATABASE ${name}`);
+      if (!durable) await client.query(`ALTER DATABASE ${name} SET synchronous_commit = off`);
+    });
     const url = new URL(this.adminUrl);
     url.pathname = `/${name}`;
     return {

@@ -55,8 +55,13 @@ export function formatCount(value: number | null): string {
   return value === null ? "—" : Math.round(value).toLocaleString("en-US");
 }
 
+export function formatMicros(value: number | null): string {
+  return value === null ? "—" : value.toFixed(1);
+}
+
+/** Truncated, not rounded: a ratio just under a goal (0.797) must not print as the goal (0.80). */
 export function formatRatio(value: number | null): string {
-  return value === null ? "—" : `${value.toFixed(2)}×`;
+  return value === null ? "—" : `${(Math.floor(value * 100) / 100).toFixed(2)}×`;
 }
 
 export function formatBytes(bytes: number): string {

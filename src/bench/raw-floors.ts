@@ -1,0 +1,71 @@
+import Database from "better-sqlite3";
+import pg from "pg";
+import type { Timing } from "./stats.js";
+
+/**
+ * The floors: what the database alone does when a program commits one journal-shaped row per
+ * transaction, with the durability Cairn asks for. No engine can record sequential steps faster
+ * than its database commits them one at a time, so Cairn's sequential rate is reported as a
+ * fraction of these.
+ *
+ * The table has a journal row's shape and primary key (run_id, seq), and each row's output is the
+ * JSON text of a small value, as a step's would be. Each insert is its own (autocommit)
+ * transaction: on SQLite in WAL mode with synchronous=FULL, one WAL fsync per row; on PostgreSQL,
+ * one WAL flush per row (the database's fsync and synchronous_commit settings apply).
+ *
+ * `durable: false` (SQLite synchronous=OFF; on PostgreSQL the scratch database's setting) takes
+ * the disk out, leaving what the statements cost the CPU: the baseline for the engine's overhead.
+ */
+const JOURNAL_TABLE = `CREATE TABLE journal (
+  run_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  output TEXT,
+  ts BIGINT NOT NULL,
+  PRIMARY KEY (run_id, seq)
+)`;
+
+const RUN_ID = "raw-floor";
+
+export function rawSqliteSequential(path: string, rows: number, durable = true): Timing {
+  const db = new Database(path);
+  try {
+    db.pragma("journal_mode = WAL");
+    db.pragma(`synchronous = ${durable ? "FULL" : "OFF"}`);
+    db.exec(JOURNAL_TABLE);
+    const insert = db.prepare("INSERT INTO journal (run_id, seq, name, output, ts) VALUES (?, ?, ?, ?, ?)");
+    const latenciesUs: number[] = [];
+    const begin = performance.now();
+    for (let seq = 0; seq < rows; seq++) {
+      const t0 = performance.now();
+      insert.run(RUN_ID, seq, "step", JSON.stringify({ i: seq }), Date.now());
+      latenciesUs.push((performance.now() - t0) * 1000);
+    }
+    return { operations: rows, elapsedMs: performance.now() - begin, latenciesUs };
+  } finally {
+    db.close();
+  }
+}
+
+export async function rawPostgresSequential(url: string, rows: number): Promise<Timing> {
+  const client = new pg.Client({ connectionString: url });
+  client.on("error", () => undefined);
+  await client.connect();
+  try {
+    await client.query(JOURNAL_TABLE);
+    const latenciesUs: number[] = [];
+    const begin = performance.now();
+    for (let seq = 0; seq < rows; seq++) {
+      const t0 = performance.now();
+      await client.query({
+        name: "raw_floor_insert",
+        text: "INSERT INTO journal (run_id, seq, name, output, ts) VALUES ($1, $2, $3, $4, $5)",
+        values: [RUN_ID, seq, "step", JSON.stringify({ i: seq }), Date.now()],
+      });
+      latenciesUs.push((performance.now() - t0) * 1000);
+    }
+    return { operations: rows, elapsedMs: performance.now() - begin, latenciesUs };
+  } finally {
+    await client.end();
+  }
+}

@@ -1,0 +1,161 @@
+import type { PayloadDedup } from "./cairn-runs.js";
+import { formatBytes, formatCount, formatMicros, formatRatio, renderTable, type TimingSummary } from "./stats.js";
+
+/** The benchmark's findings: what `--json` prints, and what the table is rendered from. */
+export interface BenchReport {
+  settings: BenchSettings;
+  environment: { node: string; platform: string; cpus: number; postgres: string | null };
+  backends: BackendReport[];
+  /** Why the PostgreSQL rows are missing, when they are. */
+  postgresSkipped: string | null;
+  goals: Goal[];
+}
+
+export interface BenchSettings {
+  quick: boolean;
+  rounds: number;
+  sequentialSteps: number;
+  concurrentRuns: number;
+  stepsPerRun: number;
+  payloadSteps: number;
+  payloadValueBytes: number;
+}
+
+export type Backend = "sqlite" | "postgres";
+
+/** A timed workload: the medians over rounds, and each round's rate so the spread is visible. */
+export interface WorkloadReport extends TimingSummary {
+  /** Steps per second including creating, starting and finishing the runs (Cairn only). */
+  endToEndPerSecond: number | null;
+  /** Median over rounds of this round's rate divided by the same round's raw floor. */
+  vsRawFloor: number | null;
+  roundRates: number[];
+}
+
+/**
+ * Sequential steps with the fsync taken out of both sides (SQLite synchronous=OFF, PostgreSQL
+ * synchronous_commit=off): what the engine adds per step in CPU and event-loop time. A disk shared
+ * with other work moves the durable ratios around; this number moves far less.
+ */
+export interface OverheadReport {
+  rawUsPerRow: number | null;
+  cairnUsPerStep: number | null;
+  /** Median over rounds of the round's Cairn µs/step minus its raw µs/row. */
+  overheadUs: number | null;
+}
+
+export interface BackendReport {
+  backend: Backend;
+  rawFloor: WorkloadReport;
+  sequential: WorkloadReport;
+  concurrent: WorkloadReport;
+  withoutFsync: OverheadReport;
+  payload: PayloadDedup;
+}
+
+export interface Goal {
+  backend: Backend;
+  what: string;
+  target: string;
+  actual: string;
+  met: boolean;
+}
+
+const SEQUENTIAL_GOAL = "sequential steps/s vs raw floor";
+const CONCURRENT_GOAL = "concurrent steps/s vs raw sequential floor";
+const PAYLOAD_GOAL = "repeated payload stored once";
+
+export function goalsOf(backend: BackendReport): Goal[] {
+  const goals: Goal[] = [
+    {
+      backend: backend.backend,
+      what: SEQUENTIAL_GOAL,
+      target: "≥ 0.80×",
+      actual: formatRatio(backend.sequential.vsRawFloor),
+      met: (backend.sequential.vsRawFloor ?? 0) >= 0.8,
+    },
+  ];
+  if (backend.backend === "sqlite") {
+    goals.push({
+      backend: backend.backend,
+      what: CONCURRENT_GOAL,
+      target: "≥ 3.00×",
+      actual: formatRatio(backend.concurrent.vsRawFloor),
+      met: (backend.concurrent.vsRawFloor ?? 0) >= 3,
+    });
+  }
+  goals.push({
+    backend: backend.backend,
+    what: PAYLOAD_GOAL,
+    target: "1 row",
+    actual: `${backend.payload.payloadRows} row(s)`,
+    met: backend.payload.payloadRows === 1,
+  });
+  return goals;
+}
+
+export function renderReport(report: BenchReport): string {
+  const s = report.settings;
+  const env = report.environment;
+  const lines: string[] = [
+    `Cairn bench — ${s.quick ? "quick, " : ""}${s.rounds} rounds, medians; every measurement on a fresh database`,
+    `node ${env.node}, ${env.platform}, ${env.cpus} CPUs; SQLite WAL synchronous=FULL` +
+      (env.postgres === null ? "" : `; PostgreSQL ${env.postgres}`),
+    "",
+  ];
+  const workloads: string[][] = [["backend", "workload", "steps/s", "p50 µs", "p99 µs", "e2e steps/s", "vs raw", "goal"]];
+  const goal = (backend: Backend, what: string): string => {
+    const g = report.goals.find((candidate) => candidate.backend === backend && candidate.what === what);
+    return g === undefined ? "" : `${g.target} ${g.met ? "met" : "MISSED"}`;
+  };
+  for (const b of report.backends) {
+    workloads.push(row(b.backend, "raw: 1 row per commit", b.rawFloor, ""));
+    workloads.push(row(b.backend, `cairn: ${s.sequentialSteps} sequential steps`, b.sequential, goal(b.backend, SEQUENTIAL_GOAL)));
+    workloads.push(row(b.backend, `cairn: ${s.concurrentRuns} runs × ${s.stepsPerRun} steps`, b.concurrent, goal(b.backend, CONCURRENT_GOAL)));
+  }
+  lines.push(renderTable(workloads));
+  if (report.postgresSkipped !== null) lines.push("", `PostgreSQL rows skipped: ${report.postgresSkipped}`);
+
+  lines.push("", `Payload dedup: one run, ${s.payloadSteps} steps returning the same ${formatBytes(s.payloadValueBytes)} value`, "");
+  const payloads: string[][] = [["backend", "payload rows", "payload bytes", "steps by hash", "database size", `naive ${s.payloadSteps} × value`, "goal"]];
+  for (const b of report.backends) {
+    const p = b.payload;
+    payloads.push([
+      b.backend,
+      formatCount(p.payloadRows),
+      formatCount(p.payloadBytes),
+      formatCount(p.stepsByHash),
+      formatBytes(p.databaseBytes) + (p.wholeDatabaseBytes === null ? "" : ` (${formatBytes(p.wholeDatabaseBytes)} with catalog)`),
+      formatBytes(p.naiveBytes),
+      goal(b.backend, PAYLOAD_GOAL),
+    ]);
+  }
+  lines.push(renderTable(payloads));
+
+  lines.push("", "Engine cost per sequential step with the fsync taken out (SQLite synchronous=OFF, PostgreSQL synchronous_commit=off)", "");
+  const overheads: string[][] = [["backend", "raw µs/row", "cairn µs/step", "engine µs/step"]];
+  for (const b of report.backends) {
+    const o = b.withoutFsync;
+    overheads.push([b.backend, formatMicros(o.rawUsPerRow), formatMicros(o.cairnUsPerStep), formatMicros(o.overheadUs)]);
+  }
+  lines.push(renderTable(overheads));
+  lines.push(
+    "",
+    "steps/s: steps over the step window (first ctx.step called to last resolved); p50/p99: one ctx.step, from the workflow's side.",
+    "e2e: including creating, starting and finishing the runs. vs raw: median over rounds of the round's rate ÷ that round's raw floor.",
+  );
+  return lines.join("\n");
+}
+
+function row(backend: Backend, workload: string, w: WorkloadReport, goal: string): string[] {
+  return [
+    backend,
+    workload,
+    formatCount(w.operationsPerSecond),
+    formatCount(w.p50Us),
+    formatCount(w.p99Us),
+    formatCount(w.endToEndPerSecond),
+    formatRatio(w.vsRawFloor),
+    goal,
+  ];
+}
