@@ -153,7 +153,10 @@ export class PostgresStore implements Store {
       await retrying(async () => {
         outcomes.fill(null);
         const steps = stepOnly(batch);
-        if (steps !== null) {
+        const single = steps?.length === 1 && steps[0]!.steps.length === 1 && steps[0]!.steps[0]!.output?.hash == null ? steps[0]! : null;
+        if (single !== null) {
+          if (!(await this.writes.stepSingle(this.pool, single.fence, single.steps[0]!))) outcomes[0] = fenced(single.fence);
+        } else if (steps !== null) {
           const held = await this.writes.stepBatch(this.pool, steps);
           batch.forEach((pending, i) => {
             if (!held.has(i)) outcomes[i] = fenced(pending.fence!);

@@ -158,6 +158,44 @@ export class PostgresWrites {
     return new Set(result.rows.map((r) => Number(r.c) - 1));
   }
 
+  /**
+   * The fast path's commonest batch, one fenced commit of one inline step (a run stepping alone),
+   * as a statement with scalar parameters: it costs the server a fraction of `stepBatch`'s unnest
+   * of sixteen arrays. Same semantics: the run's row is share-locked, and nothing is written unless
+   * the fence holds. Returns whether it held.
+   */
+  async stepSingle(db: Pool | Db, fence: Fence, step: StepRecord): Promise<boolean> {
+    const [output] = splitStored(step.output);
+    const result = await db.query<{ held: number }>({
+      name: "cairn_step_single",
+      text: `WITH f AS (
+               SELECT 1 FROM cairn_runs WHERE id = $1 AND executor_id = $11 AND status = 'running' FOR SHARE),
+             s AS (
+               INSERT INTO cairn_steps (run_id, seq, name, kind, status, output, output_hash, error, started_at,
+                 finished_at, attempts)
+               SELECT $1, $2, $3, $4, $5, $6, NULL, $7, $8, $9, $10 FROM f
+               ON CONFLICT (run_id, seq) DO UPDATE SET status = excluded.status, output = excluded.output,
+                 output_hash = excluded.output_hash, error = excluded.error, finished_at = excluded.finished_at,
+                 attempts = excluded.attempts
+               WHERE cairn_steps.status = 'pending')
+           SELECT count(*)::int AS held FROM f`,
+      values: [
+        step.runId,
+        step.seq,
+        step.name,
+        step.kind,
+        step.status,
+        output,
+        step.error,
+        step.startedAt,
+        step.finishedAt,
+        step.attempts,
+        fence.executorId,
+      ],
+    });
+    return result.rows[0]?.held === 1;
+  }
+
   async apply(db: Db, op: WriteOp): Promise<void> {
     switch (op.type) {
       case "step":
