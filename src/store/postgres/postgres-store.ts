@@ -124,6 +124,8 @@ export class PostgresStore implements Store {
 
   async close(): Promise<void> {
     while (this.flushing !== null) await this.flushing;
+    this.writer?.release();
+    this.writer = null;
     await this.session.close();
     await this.pool.end();
   }
@@ -155,9 +157,10 @@ export class PostgresStore implements Store {
         const steps = stepOnly(batch);
         const single = steps?.length === 1 && steps[0]!.steps.length === 1 && steps[0]!.steps[0]!.output?.hash == null ? steps[0]! : null;
         if (single !== null) {
-          if (!(await this.writes.stepSingle(this.pool, single.fence, single.steps[0]!))) outcomes[0] = fenced(single.fence);
+          const held = await this.onWriter((writer) => this.writes.stepSingle(writer, single.fence, single.steps[0]!));
+          if (!held) outcomes[0] = fenced(single.fence);
         } else if (steps !== null) {
-          const held = await this.writes.stepBatch(this.pool, steps);
+          const held = await this.onWriter((writer) => this.writes.stepBatch(writer, steps));
           batch.forEach((pending, i) => {
             if (!held.has(i)) outcomes[i] = fenced(pending.fence!);
           });
@@ -424,6 +427,34 @@ export class PostgresStore implements Store {
   onWake(listener: () => void): void {
     this.session.onWake(listener);
   }
+
+  /**
+   * Runs a one-statement flush on the writer: a connection held for the store's lifetime, since only
+   * one flush is in flight at a time, which saves the pool checkout on every step. A connection
+   * that fails is dropped and the next flush takes a new one.
+   */
+  private async onWriter<T>(fn: (client: PoolClient) => Promise<T>): Promise<T> {
+    if (this.writer === null) {
+      const client = await this.pool.connect();
+      client.on("error", () => {
+        if (this.writer === client) this.writer = null;
+      });
+      this.writer = client;
+    }
+    const writer = this.writer;
+    try {
+      return await fn(writer);
+    } catch (error) {
+      // An error from the server (it has a SQLSTATE) leaves the connection usable; anything else may not.
+      if (typeof (error as { code?: unknown }).code !== "string" && this.writer === writer) {
+        this.writer = null;
+        writer.release(error instanceof Error ? error : true);
+      }
+      throw error;
+    }
+  }
+
+  private writer: PoolClient | null = null;
 
   private async inTransaction<T>(fn: (client: PoolClient) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();

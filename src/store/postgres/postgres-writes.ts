@@ -166,6 +166,31 @@ export class PostgresWrites {
    */
   async stepSingle(db: Pool | Db, fence: Fence, step: StepRecord): Promise<boolean> {
     const [output] = splitStored(step.output);
+    if (step.kind !== "recv") {
+      // Only a receive leaves a pending row to complete; any other step's seq is new, so this is a
+      // plain insert, fenced by the run row it reads (a second write at a seq is a bug, and fails).
+      const inserted = await db.query({
+        name: "cairn_step_insert",
+        text: `INSERT INTO cairn_steps (run_id, seq, name, kind, status, output, output_hash, error, started_at,
+                 finished_at, attempts)
+               SELECT $1, $2, $3, $4, $5, $6, NULL, $7, $8, $9, $10 FROM cairn_runs
+               WHERE id = $1 AND executor_id = $11 AND status = 'running' FOR SHARE`,
+        values: [
+          step.runId,
+          step.seq,
+          step.name,
+          step.kind,
+          step.status,
+          output,
+          step.error,
+          step.startedAt,
+          step.finishedAt,
+          step.attempts,
+          fence.executorId,
+        ],
+      });
+      return inserted.rowCount === 1;
+    }
     const result = await db.query<{ held: number }>({
       name: "cairn_step_single",
       text: `WITH f AS (
