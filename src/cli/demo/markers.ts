@@ -1,17 +1,25 @@
 /**
  * What a demo worker tells the demo, one JSON line each on stdout, prefixed so that anything else
- * a worker prints is told apart. The demo decides when to kill from these.
+ * a worker prints is told apart. Stdout is a pipe, and pipes are written synchronously on Linux and
+ * macOS, so a marker written before a SIGKILL has reached the demo.
  */
 export type Marker =
-  /** A step body ran and did its side effect (reserve-stock, send-confirmation). */
-  | { event: "effect"; step: string; detail: string }
-  /** charge-card called the payment provider; its result is not checkpointed yet. */
-  | { event: "charged"; chargeId: string; idempotencyKey: string; deduplicated: boolean; amountCents: number }
-  /** A step's result came back to the workflow: checkpointed now, or replayed from the journal. */
-  | { event: "returned"; step: string }
-  /** The workflow reached its durable sleep (on every replay too). */
-  | { event: "sleeping"; name: string; delayMs: number }
-  | { event: "done"; output: unknown }
+  /** The payment service answered the refund tool; the tool's result is not checkpointed yet. */
+  | {
+      event: "refund";
+      runId: string;
+      orderId: string;
+      amountCents: number;
+      refundId: string;
+      idempotencyKey: string;
+      deduplicated: boolean;
+    }
+  /** The worker sent a request to the model (a recorded call replayed from the journal sends none). */
+  | { event: "model-request" }
+  /** A model request failed (an HTTP error, a timeout); Cairn retries it, as another request. */
+  | { event: "model-error"; message: string }
+  /** Every ticket's run ended; `failed` names those that did not succeed. */
+  | { event: "done"; failed: { runId: string; message: string }[] }
   | { event: "error"; message: string };
 
 const PREFIX = "@cairn-demo ";

@@ -1,61 +1,82 @@
-import { formatDuration, print } from "../output.js";
+import type { PendingApproval } from "../../ai/index.js";
+import { print, truncate } from "../output.js";
 import { cyan, dim, red } from "../style.js";
+import type { TrajectoryEntry } from "./journal-watch.js";
 import type { Marker } from "./markers.js";
+import { REFUND_RESPONSE_DELAY_MS } from "./support-agent.js";
 
 /**
- * Tells the demo as it happens, each line stamped with the time since the start. What a worker
- * did is told from its markers; a step it reports back without having run it was replayed.
+ * Tells the demo as it happens, each line stamped with the time since the start, in three columns:
+ * who (a worker, or the approver in the demo's process), which ticket, what. Model and tool calls
+ * are told when the journal has recorded them; refunds when the payment service has made them.
  */
 export class Narrator {
   private readonly started = Date.now();
-  private readonly ranIn = new Map<number, Set<string>>();
-  private sleptThrough = false;
+  /** The worker alive now: whoever committed what the journal shows next. */
+  worker = 0;
 
-  constructor(private readonly quiet: boolean) {}
+  constructor(
+    private readonly quiet: boolean,
+    /** The width of the ticket column: the longest run id. */
+    private readonly ticketWidth: number,
+  ) {}
 
   get elapsedMs(): number {
     return Date.now() - this.started;
   }
 
-  say(text: string): void {
-    if (!this.quiet) print(`${dim(`[${(this.elapsedMs / 1000).toFixed(2).padStart(5)}s]`)} ${text}`);
+  /** `atMs`: when it happened, if that was earlier (a kill, told once its effects were checked). */
+  say(text: string, atMs = this.elapsedMs): void {
+    if (!this.quiet) print(`${dim(`[${(atMs / 1000).toFixed(2).padStart(5)}s]`)} ${text}`);
   }
 
-  /** From now on, reaching the sleep again is a replay past its wake-up time. */
-  killedWhileAsleep(): void {
-    this.sleptThrough = true;
+  entry(entry: TrajectoryEntry): void {
+    const detail = entry.detail ?? "";
+    const what =
+      entry.kind === "tool"
+        ? `${entry.name} → ${truncate(detail, 80)}`
+        : /^\[.*\]$/s.test(detail)
+          ? `model asks for ${truncate(detail.slice(1, -1), 70)}`
+          : `model answers "${truncate(detail, 70)}"`;
+    this.line(`worker #${this.worker}`, entry.runId, `${what} ${dim(`(seq ${entry.seq})`)}`);
   }
 
-  marker(marker: Marker, workerNumber: number): void {
-    const ran = this.ranIn.get(workerNumber) ?? new Set<string>();
-    this.ranIn.set(workerNumber, ran);
-    const who = `  ${cyan(`worker #${workerNumber}`)}  `;
+  marker(marker: Marker, worker: number): void {
+    const who = `worker #${worker}`;
     switch (marker.event) {
-      case "effect":
-        ran.add(marker.step);
-        return this.say(`${who}${marker.step}: ${marker.detail}`);
-      case "charged":
-        ran.add("charge-card");
-        return this.say(
+      case "refund":
+        return this.line(
+          who,
+          marker.runId,
           marker.deduplicated
-            ? `${who}charge-card: runs again, with the same key ${marker.idempotencyKey}; ` +
-                `the provider returns charge ${marker.chargeId} and charges nothing`
-            : `${who}charge-card: charged €${(marker.amountCents / 100).toFixed(2)} as ${marker.chargeId} ` +
-                `(idempotency key ${marker.idempotencyKey}); awaiting the response…`,
-        );
-      case "returned":
-        if (!ran.has(marker.step)) this.say(`${who}${marker.step}: replayed from the journal, not run again`);
-        return;
-      case "sleeping":
-        return this.say(
-          this.sleptThrough
-            ? `${who}${marker.name}: replayed; its recorded wake-up time has passed`
-            : `${who}${marker.name}: a durable sleep of ${formatDuration(marker.delayMs)} begins`,
+            ? `refund runs again, same key ${marker.idempotencyKey}: the payment service returns ${marker.refundId} and moves no money`
+            : `the payment service refunds ${euros(marker.amountCents)} as ${marker.refundId} (key ${marker.idempotencyKey}); ` +
+                `its answer takes ${REFUND_RESPONSE_DELAY_MS} ms…`,
         );
       case "error":
-        return this.say(`${who}${red(`error: ${marker.message}`)}`);
+        return this.line(who, "", red(`error: ${marker.message}`));
+      case "model-error":
+        return this.line(who, "", red(`a model request failed (Cairn retries it): ${truncate(marker.message, 100)}`));
+      case "model-request":
       case "done":
         return;
     }
   }
+
+  approved(approval: PendingApproval, waitedMs: number): void {
+    this.line(
+      "approver",
+      approval.runId,
+      `approves ${approval.toolName}(${truncate(JSON.stringify(approval.input), 60)}) from pid ${process.pid}, ` +
+        `${(waitedMs / 1000).toFixed(2)} s after it was requested`,
+    );
+  }
+
+  private line(who: string, ticket: string, what: string): void {
+    this.say(`  ${cyan(who.padEnd(9))}  ${ticket.padEnd(this.ticketWidth)}  ${what}`);
+  }
+}
+
+export function euros(cents: number): string {
+  return `€${(cents / 100).toFixed(2)}`;
 }

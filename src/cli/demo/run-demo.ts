@@ -3,15 +3,19 @@ import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { RunRow, Store } from "../../store/store.js";
+import { Cairn } from "../../index.js";
+import { REFUND_SCRIPT, startMockLlm, type MockLlm } from "../../ai/mock-llm/index.js";
 import { CliError } from "../cli-error.js";
-import { displayName, isPostgres, openReadStore } from "../database.js";
-import { formatClock, formatDuration, print, renderValue } from "../output.js";
+import { displayName, isPostgres } from "../database.js";
+import { print } from "../output.js";
 import { bold, dim, green, red } from "../style.js";
-import { DemoLedger } from "./ledger.js";
+import { APPROVAL_DELAY_MS, APPROVER, Approver } from "./approver.js";
+import { configuredProvider, describeModel, languageModel, MOCK_LATENCY_MS, MOCK_MODEL_ID, modelEnv, type ModelConfig } from "./demo-model.js";
+import { DemoWorkers, type Kill } from "./demo-workers.js";
+import { JournalWatch } from "./journal-watch.js";
 import { Narrator } from "./narrator.js";
-import { SLEEP, STEPS } from "./order-workflow.js";
-import { WorkerProcess } from "./worker-process.js";
+import { PaymentService } from "./payment-service.js";
+import { DEMO_APP_VERSION, DEMO_PRICING, registerSupportAgent, TICKETS, type Ticket } from "./support-agent.js";
 
 export interface DemoOptions {
   /** Default: a fresh SQLite file in a new temporary directory. */
@@ -20,117 +24,187 @@ export interface DemoOptions {
   quiet: boolean;
 }
 
-export interface Kill {
-  worker: number;
-  pid: number;
-  atMs: number;
-  during: "charge-card" | "sleep";
+export interface TicketRun extends Ticket {
+  runId: string;
 }
 
 export interface DemoRun {
-  runId: string;
+  tickets: TicketRun[];
+  model: ModelConfig;
   database: string;
   directory: string;
-  ledger: DemoLedger;
+  payments: PaymentService;
   kills: Kill[];
+  /** Requests the model received: the mock LLM's request log, or what the workers reported sending. */
+  modelRequests: number;
+  /** Of those, the ones that failed (and were retried). */
+  modelRequestsFailed: number;
   elapsedMs: number;
-  store: Store;
-  run: RunRow;
+  /** A client of the demo database (never launched), still open for the report; shut it down after. */
+  cairn: Cairn;
 }
 
-/** Each phase's deadline: generous, so a slow machine is not a failed demo, but never a hang. */
-const PHASE_TIMEOUT_MS = 20_000;
+/**
+ * How long each phase may take: generous, so a slow machine is not a failed demo, but never a
+ * hang. A real model answers in seconds, not in the mock's 100 ms.
+ */
+const PHASE_TIMEOUT_MS = { mock: 20_000, provider: 90_000 };
 
 /**
- * Runs the order workflow in a child process, kills it with SIGKILL twice — inside the charge step
- * after the card was charged, then while the run sleeps — and starts it again each time, until the
- * run finishes. Returns with the read-only store still open, for the report.
+ * Submits the support tickets, runs them in a child worker process, and kills that worker with
+ * SIGKILL twice — right after a model response was recorded, then right after the payment service
+ * made a refund and before the refund tool's checkpoint — starting a new one each time, while this
+ * process approves the refunds. Returns once every ticket's run has ended, with the client still
+ * open for the report.
  */
 export async function runDemo(options: DemoOptions): Promise<DemoRun> {
   const workerPath = fileURLToPath(new URL("./worker.js", import.meta.url));
   if (!existsSync(workerPath)) throw new CliError(`the demo worker is missing (${workerPath})`, "build first: npm run build");
+  const provider = configuredProvider(process.env);
   const directory = mkdtempSync(join(tmpdir(), "cairn-demo-"));
   const database = options.database ?? join(directory, "cairn.db");
-  // A database of the user's may hold an earlier demo's run: a new id keeps this one fresh.
-  const runId = options.database === undefined ? "order-1042" : `order-1042-${randomBytes(3).toString("hex")}`;
-  const ledger = new DemoLedger(directory);
-  const narrator = new Narrator(options.quiet);
+  // A database of the user's may hold an earlier demo's runs: new ids keep these fresh.
+  const suffix = options.database === undefined ? "" : `-${randomBytes(3).toString("hex")}`;
+  const tickets = TICKETS.map((t) => ({ ...t, runId: `ticket-${t.orderId}${suffix}` }));
+  const runIds = tickets.map((t) => t.runId);
+  const timeoutMs = provider === undefined ? PHASE_TIMEOUT_MS.mock : PHASE_TIMEOUT_MS.provider;
+  const narrator = new Narrator(options.quiet, Math.max(...runIds.map((id) => id.length)));
   const say = (text: string) => narrator.say(text);
-  const kills: Kill[] = [];
-  if (!options.quiet) intro(database, ledger, options.database === undefined);
+  const payments = new PaymentService(directory, `the demo (pid ${process.pid})`);
 
-  const spawnWorker = (number: number) =>
-    new WorkerProcess(number, workerPath, { database, directory, runId }, (marker, worker) => narrator.marker(marker, worker.number));
-  const kill = async (worker: WorkerProcess, during: Kill["during"]) => {
-    await worker.kill();
-    kills.push({ worker: worker.number, pid: worker.pid, atMs: narrator.elapsedMs, during });
-    if (during === "sleep") narrator.killedWhileAsleep();
+  let mock: MockLlm | undefined;
+  let cairn: Cairn | undefined;
+  let journal: JournalWatch | undefined;
+  let approver: Approver | undefined;
+  let workers: DemoWorkers | undefined;
+  const stopWatching = async () => {
+    await approver?.stop();
+    await journal?.stop();
   };
-  const sayKill = (worker: WorkerProcess, why: string) => say(`${red("✖ SIGKILL")} worker #${worker.number} (pid ${worker.pid}) ${why}`);
-
-  let worker: WorkerProcess | undefined;
-  let store: Store | undefined;
   try {
-    worker = spawnWorker(1);
-    say(`${bold("▶")} worker #1 (pid ${worker.pid}) starts an executor and run ${runId}`);
-    await worker.waitFor("charged", PHASE_TIMEOUT_MS, (m) => !m.deduplicated);
-    await kill(worker, "charge-card");
-    store = await openReadStore(database);
-    // Said only after looking: on a machine slow enough, the checkpoint could have won the race.
-    const checkpointed = (await store.loadJournal(runId)).some((step) => step.name === "charge-card");
-    sayKill(
-      worker,
-      checkpointed
-        ? "inside charge-card, but too late: its checkpoint had already committed"
-        : "inside charge-card: the card is charged, the step's result is not checkpointed",
+    if (provider === undefined) mock = await startMockLlm({ script: REFUND_SCRIPT, latencyMs: MOCK_LATENCY_MS });
+    const model: ModelConfig = provider ?? { baseURL: mock!.url, modelId: MOCK_MODEL_ID, apiKey: undefined, mock: true };
+    if (!options.quiet) intro(model, database, payments, tickets, options.database === undefined);
+
+    // This process is a client: it submits the tickets and decides approvals, and executes nothing.
+    const client = new Cairn({ database, appVersion: DEMO_APP_VERSION, onError: () => undefined });
+    cairn = client;
+    const support = registerSupportAgent(client, { model: languageModel(model), payments, emit: () => undefined });
+    for (const ticket of tickets) await support.start({ prompt: ticket.prompt }, { id: ticket.runId });
+
+    const watch = new JournalWatch(client.store(), runIds, (entry) => narrator.entry(entry));
+    journal = watch;
+    watch.start();
+    let approverError: unknown;
+    approver = new Approver(
+      client,
+      runIds,
+      (approval, waitedMs) => narrator.approved(approval, waitedMs),
+      (error) => {
+        approverError = error;
+        say(red(`the approver failed: ${error instanceof Error ? error.message : String(error)}`));
+      },
+    );
+    const env = { CAIRN_DATABASE: database, CAIRN_DEMO_DIR: directory, CAIRN_DEMO_RUNS: runIds.join(","), ...modelEnv(model) };
+    const pool: DemoWorkers = new DemoWorkers(workerPath, env, narrator, watch, () => mock?.requestCount() ?? pool.requestsSent);
+    workers = pool;
+
+    // 1. Killed right after the model's last response was recorded: every ticket has asked for its refund.
+    pool.start(`starts an executor; it claims the ${tickets.length} tickets this process submitted`);
+    const asked = await pool.whileAlive(
+      watch.until("every ticket's model call asking for a refund", timeoutMs, () => {
+        const waiting = runIds.filter((id) => watch.entries.some((e) => e.runId === id && asksForRefund(e.detail)));
+        if (!runIds.every((id) => waiting.includes(id) || watch.ended(id))) return undefined;
+        return { last: watch.entries.filter((e) => e.kind === "model").at(-1), waiting: waiting.length };
+      }),
+    );
+    const first = await pool.kill(
+      "model-response",
+      asked.last?.runId ?? runIds[0]!,
+      async () => false,
+      () =>
+        (asked.last === undefined ? "" : `right after ${asked.last.runId}'s model response (seq ${asked.last.seq}) was recorded; `) +
+        (asked.waiting === runIds.length
+          ? "every ticket now waits for a refund approval"
+          : `${asked.waiting} ticket${asked.waiting === 1 ? " waits" : "s wait"} for a refund approval, the others ended`),
     );
 
-    worker = spawnWorker(2);
-    say(`${bold("▶")} worker #2 (pid ${worker.pid}) starts; its executor sees worker #1's pid is gone and recovers ${runId}`);
-    await worker.waitFor("sleeping", PHASE_TIMEOUT_MS);
-    const asleep = await waitForStatus(store, runId, "waiting");
-    await kill(worker, "sleep");
-    sayKill(worker, `while ${runId} sleeps in the database (status waiting, ${wakeText(asleep)})`);
+    // 2. Killed right after the payment service made a refund, before the refund tool's checkpoint.
+    const second = pool.start(`starts; its executor sees pid ${first.pid} is gone and recovers the runs from the journal`);
+    say(`  ${dim(`the approver, ${APPROVER} in this process (pid ${process.pid}), approves each refund ${APPROVAL_DELAY_MS} ms after it is requested`)}`);
+    approver.start();
+    const refunded = await Promise.race([
+      second.waitFor("refund", timeoutMs, (m) => !m.deduplicated),
+      watch.until("every ticket's run to end", timeoutMs, () => (runIds.every((id) => watch.ended(id)) ? ("ended" as const) : undefined)),
+    ]).catch((error: unknown) => {
+      throw approverError ?? error;
+    });
+    if (refunded === "ended") {
+      say(dim("every run ended without a refund: the model never asked for one, so there is no refund to kill inside"));
+    } else {
+      // Said only after looking: on a machine slow enough, the checkpoint could have won the race.
+      await pool.kill(
+        "refund",
+        refunded.runId,
+        async () => (await refundCheckpoints(client, refunded.runId)) > 0,
+        ({ tooLate }) =>
+          tooLate
+            ? `after the payment service refunded order ${refunded.orderId}, but too late: the refund's checkpoint had already committed`
+            : `after the payment service refunded order ${refunded.orderId} and before the refund tool's checkpoint (no refund in ${refunded.runId}'s journal)`,
+      );
+      pool.start("starts and recovers the runs; a refund without a checkpoint runs again, with the same idempotency key");
+    }
 
-    worker = spawnWorker(3);
-    say(`${bold("▶")} worker #3 (pid ${worker.pid}) starts; its executor claims ${runId} when the wake-up time comes`);
-    const done = await worker.waitFor("done", PHASE_TIMEOUT_MS);
-    const exit = await worker.exited;
-    if (exit.code !== 0) throw new Error(`worker #3 exited with ${exit.signal ?? `code ${exit.code}`} after the run finished`);
-    const run = await waitForStatus(store, runId, "succeeded");
-    say(`${green("✔")} run ${runId} succeeded after ${formatDuration(run.finishedAt! - run.createdAt)}: ${renderValue(done.output, 90)}`);
-    return { runId, database, directory, ledger, kills, elapsedMs: narrator.elapsedMs, store, run };
+    // 3. The last worker finishes the tickets and exits.
+    const last = pool.alive!;
+    const done = await last.waitFor("done", timeoutMs);
+    const exit = await last.exited;
+    if (exit.code !== 0) throw new Error(`worker #${last.number} exited with ${exit.signal ?? `code ${exit.code}`} after the runs ended${pool.tail()}`);
+    await watch.poll();
+    await stopWatching();
+    const succeeded = runIds.filter((id) => watch.statuses.get(id) === "succeeded").length;
+    const failures = done.failed.map((f) => `${f.runId}: ${f.message}`).join("; ");
+    say(
+      succeeded === runIds.length
+        ? `${green("✔")} all ${runIds.length} tickets resolved`
+        : `${red("✖")} ${succeeded} of ${runIds.length} tickets resolved${failures === "" ? "" : ` (${failures})`}`,
+    );
+    const modelRequests = mock?.requestCount() ?? pool.requestsSent;
+    await mock?.close();
+    return { tickets, model, database, directory, payments, kills: pool.kills, modelRequests, modelRequestsFailed: pool.requestsFailed, elapsedMs: narrator.elapsedMs, cairn: client };
   } catch (error) {
-    await worker?.kill();
-    await store?.close();
+    await workers?.alive?.kill();
+    await stopWatching().catch(() => undefined);
+    await mock?.close();
+    await cairn?.shutdown().catch(() => undefined);
     if (error instanceof CliError) throw error;
     const message = error instanceof Error ? error.message : String(error);
     throw new CliError(`the demo failed: ${message}`, `its files are in ${directory}; please report this`);
   }
 }
 
-function intro(database: string, ledger: DemoLedger, fresh: boolean): void {
+function intro(model: ModelConfig, database: string, payments: PaymentService, tickets: readonly TicketRun[], fresh: boolean): void {
   const backend = isPostgres(database) ? "PostgreSQL" : "SQLite";
-  print(bold("Cairn demo: an order workflow, killed twice with SIGKILL, still does every side effect once"));
+  print(bold("Cairn demo: a support agent resolves 3 refund tickets while its worker process is killed twice with SIGKILL"));
   print();
-  print(`  ${dim("workflow")}  order: ${STEPS[0]} → ${STEPS[1]} → sleep ${formatDuration(SLEEP.delayMs)} (${SLEEP.name}) → ${STEPS[2]}`);
+  print(`  ${dim("agent")}     support: lookUpOrder → refund (needs a human's approval) → answer`);
+  print(
+    `  ${dim("model")}     ${describeModel(model)}` +
+      (model.mock ? ` (offline, scripted, ${MOCK_LATENCY_MS} ms a call)` : "") +
+      `; priced at $${DEMO_PRICING.inputPerMillion} / $${DEMO_PRICING.outputPerMillion} per million tokens in / out`,
+  );
+  for (const [i, ticket] of tickets.entries()) print(`  ${dim(i === 0 ? "tickets" : "")}${" ".repeat(i === 0 ? 3 : 10)}${ticket.runId}: "${ticket.prompt}"`);
   print(`  ${dim("database")}  ${displayName(database)} (${backend}${fresh ? ", fresh" : ""})`);
-  print(`  ${dim("ledgers")}   ${ledger.effectsPath}  (a line per side effect)`);
-  print(`            ${ledger.paymentsPath} (the payment provider's charges, deduplicated by idempotency key)`);
+  print(`  ${dim("payments")}  ${payments.ledgerPath} (the payment service's ledger; it deduplicates by idempotency key)`);
   print();
 }
 
-async function waitForStatus(store: Store, runId: string, status: RunRow["status"]): Promise<RunRow> {
-  const deadline = Date.now() + PHASE_TIMEOUT_MS;
-  for (;;) {
-    const run = await store.getRun(runId);
-    if (run?.status === status) return run;
-    if (Date.now() > deadline) throw new Error(`run ${runId} did not become ${status} (it is ${run?.status ?? "missing"})`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+/** A model response (an excerpt, tool calls in brackets) that calls the refund tool. */
+function asksForRefund(detail: string | null): boolean {
+  return detail !== null && detail.includes("[refund(");
 }
 
-function wakeText(run: RunRow): string {
-  if (run.wakeAt === null) return "no wake-up time";
-  return `wakes at ${formatClock(run.wakeAt)}, in ${formatDuration(run.wakeAt - Date.now())}`;
+async function refundCheckpoints(cairn: Cairn, runId: string): Promise<number> {
+  const rows = await cairn.store().select<{ n: unknown }>("SELECT count(*) AS n FROM cairn_tool_calls WHERE run_id = $1 AND tool_name = 'refund'", [runId]);
+  return Number(rows[0]?.n ?? 0);
 }

@@ -2,12 +2,6 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { parseMarker, type Marker } from "./markers.js";
 
-export interface WorkerEnv {
-  database: string;
-  directory: string;
-  runId: string;
-}
-
 /**
  * One demo worker: a real child process (`node worker.js`) whose markers arrive through `onMarker`.
  * `kill()` sends SIGKILL — no handler runs, nothing is flushed — and resolves once the process is
@@ -24,18 +18,13 @@ export class WorkerProcess {
   constructor(
     readonly number: number,
     workerPath: string,
-    env: WorkerEnv,
+    /** Added to this process's environment (an undefined value removes a variable). */
+    env: Record<string, string | undefined>,
     onMarker: (marker: Marker, worker: WorkerProcess) => void,
   ) {
     this.child = spawn(process.execPath, [workerPath], {
       stdio: ["ignore", "pipe", "pipe"],
-      env: {
-        ...process.env,
-        CAIRN_DATABASE: env.database,
-        CAIRN_DEMO_DIR: env.directory,
-        CAIRN_DEMO_RUN: env.runId,
-        CAIRN_DEMO_WORKER: String(number),
-      },
+      env: { ...process.env, ...env, CAIRN_DEMO_WORKER: String(number) },
     });
     if (this.child.pid === undefined) throw new Error(`could not start ${workerPath} with ${process.execPath}`);
     this.pid = this.child.pid;
