@@ -13,7 +13,7 @@ import type {
   StepOptions,
   WorkflowContext,
 } from "./context.js";
-import { backoffDelayMs, shouldAttemptAgain } from "./retry.js";
+import { runAttempts, type AttemptHost } from "./attempts.js";
 import { errorFromText, errorText, fromStored, toStored } from "./values.js";
 
 /** What an execution needs from the executor that loaded it. */
@@ -48,7 +48,6 @@ export interface OperationSpec<T> {
   onRecorded?: (value: T, seq: number, live: boolean) => void;
 }
 
-type Outcome<T> = { ok: true; value: T; attempts: number } | { ok: false; error: unknown; attempts: number };
 
 /** A promise that never settles: what a stopped run's pending operations return. */
 const never = <T>(): Promise<T> => new Promise<T>(() => undefined);
@@ -71,6 +70,7 @@ export class RunExecution implements WorkflowContext {
   /** Aborted when the run stops here for any reason: every step's signal follows it. */
   private readonly stopSignal = new AbortController();
   private readonly fence: Fence;
+  private readonly attemptHost: AttemptHost;
 
   constructor(
     private readonly host: ExecutionHost,
@@ -81,6 +81,7 @@ export class RunExecution implements WorkflowContext {
     this.runId = run.id;
     this.workflowName = run.workflow;
     this.fence = { runId: run.id, executorId: host.executorId };
+    this.attemptHost = { runId: run.id, clock: host.clock, stopSignal: this.stopSignal.signal, stopped: () => this.stopped };
     for (const row of journal) this.journal.set(row.seq, row);
   }
 
@@ -151,7 +152,7 @@ export class RunExecution implements WorkflowContext {
     this.active++;
     try {
       const startedAt = this.clock.now();
-      const outcome = await this.attempts(name, seq, execute, options);
+      const outcome = await runAttempts(this.attemptHost, name, seq, execute, options);
       if (this.stopped) return never();
       let error: unknown = outcome.ok ? undefined : outcome.error;
       let output: StoredValue | null = null;
@@ -425,65 +426,6 @@ export class RunExecution implements WorkflowContext {
     await this.settle("failed", error);
   }
 
-  private async attempts<T>(
-    name: string,
-    seq: number,
-    fn: (call: StepCall & { seq: number }) => Promise<T> | T,
-    options: StepOptions,
-  ): Promise<Outcome<T>> {
-    const idempotencyKey = `${this.runId}:${seq}`;
-    for (let attempt = 1; ; attempt++) {
-      const attemptSignal = new AttemptSignal(this.stopSignal.signal);
-      const call = {
-        idempotencyKey,
-        attempt,
-        seq,
-        get signal() {
-          return attemptSignal.signal;
-        },
-      };
-      try {
-        const value = await this.withTimeout(fn(call), options.timeoutMs, attemptSignal, name, seq, attempt);
-        return { ok: true, value, attempts: attempt };
-      } catch (error) {
-        if (this.stopped || !shouldAttemptAgain(error, attempt, options)) return { ok: false, error, attempts: attempt };
-        try {
-          await this.clock.sleep(backoffDelayMs(attempt, options.backoff), this.stopSignal.signal);
-        } catch {
-          return { ok: false, error, attempts: attempt };
-        }
-      } finally {
-        attemptSignal.release();
-      }
-    }
-  }
-
-  private async withTimeout<T>(
-    work: Promise<T> | T,
-    timeoutMs: number | undefined,
-    attemptSignal: AttemptSignal,
-    name: string,
-    seq: number,
-    attempt: number,
-  ): Promise<T> {
-    if (timeoutMs === undefined) return work;
-    const timer = new AbortController();
-    const timeout = this.clock.sleep(timeoutMs, timer.signal).then(() => {
-      const error = new TimeoutError(`step "${name}" (run ${this.runId}, seq ${seq}) attempt ${attempt} timed out after ${timeoutMs} ms`, {
-        runId: this.runId,
-        seq,
-      });
-      attemptSignal.abort(error);
-      throw error;
-    });
-    try {
-      return await Promise.race([Promise.resolve(work), timeout]);
-    } finally {
-      timer.abort();
-      timeout.catch(() => undefined);
-    }
-  }
-
   private timer(name: string, wakeTime: () => number): Promise<void> {
     const recorded = this.begin(name, "sleep");
     if (recorded === null) return never();
@@ -668,44 +610,6 @@ export class RunExecution implements WorkflowContext {
 
   private where(seq: number, name: string): string {
     return `run ${this.runId} seq ${seq} ("${name}")`;
-  }
-}
-
-/**
- * One attempt's abort signal, made only if the step reads `call.signal`: AbortSignal.any costs
- * ~10 µs per call on Node 20 (and leaves a weak dependant on the run's signal for the GC), more
- * than all the rest of a step's engine work. Aborted when the run stops or the attempt times out.
- */
-class AttemptSignal {
-  private controller: AbortController | null = null;
-  private onStop: (() => void) | null = null;
-  private timedOut: { reason: unknown } | null = null;
-
-  constructor(private readonly stop: AbortSignal) {}
-
-  get signal(): AbortSignal {
-    if (this.controller === null) {
-      const controller = new AbortController();
-      this.controller = controller;
-      if (this.timedOut !== null) controller.abort(this.timedOut.reason);
-      else if (this.stop.aborted) controller.abort(this.stop.reason);
-      else {
-        this.onStop = () => controller.abort(this.stop.reason);
-        this.stop.addEventListener("abort", this.onStop, { once: true });
-      }
-    }
-    return this.controller.signal;
-  }
-
-  abort(reason: unknown): void {
-    this.timedOut ??= { reason };
-    this.controller?.abort(reason);
-  }
-
-  /** The attempt is over: stop listening to the run's signal. */
-  release(): void {
-    if (this.onStop !== null) this.stop.removeEventListener("abort", this.onStop);
-    this.onStop = null;
   }
 }
 
