@@ -6,13 +6,14 @@ import type { Store, WriteOp } from "../store/store.js";
  * Durable streams: the text of streamed model calls as rows in `cairn_stream_chunks`, keyed by
  * (run, model call seq, position), for readers in any process (`readStream`).
  *
- * Live deltas are written as they arrive, best effort and unfenced (a reader wants them now);
- * when the call's checkpoint commits, the same transaction rewrites every delta from the record and
- * adds a `finish` row, so what a reader sees after `finish` is exactly the recorded answer, even if
- * a crash cut the first attempt's stream short.
+ * Live deltas are written as they arrive, best effort (a reader wants them now) but under the run's
+ * fence, so an old owner that lost the run (frozen past its lease, then back) cannot write into a
+ * stream its new owner already rebuilt; when the call's checkpoint commits, the same transaction
+ * rewrites every delta from the record and adds a `finish` row, so what a reader sees after
+ * `finish` is exactly the recorded answer, even if a crash cut the first attempt's stream short.
  */
 export function appendChunk(run: DurableRun, seq: number, position: number, text: string): void {
-  run.store.commit(null, [chunkOp(run.runId, seq, position, "text", text, run.clock.now())]).catch(() => undefined);
+  run.store.commit(run.fence, [chunkOp(run.runId, seq, position, "text", text, run.clock.now())]).catch(() => undefined);
 }
 
 export function streamChunkOps(run: DurableRun, seq: number, parts: LanguageModelV3StreamPart[]): WriteOp[] {

@@ -1,5 +1,5 @@
 import { CairnError } from "../errors.js";
-import type { RunRow, StepRow, Store } from "../store/store.js";
+import type { Fence, RunRow, StepRow, Store } from "../store/store.js";
 import type { Clock } from "./clock.js";
 import type { WorkflowContext } from "./context.js";
 import { RunExecution, type OperationSpec } from "./run-execution.js";
@@ -13,6 +13,8 @@ export interface DurableRun extends WorkflowContext {
   operation<T>(spec: OperationSpec<T>): Promise<T>;
   peek(): StepRow | undefined;
   readonly info: Readonly<RunRow>;
+  /** This executor's claim on the run: a commit under it fails once another executor took the run over. */
+  readonly fence: Fence;
   readonly store: Store;
   readonly clock: Clock;
 }

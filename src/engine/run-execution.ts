@@ -69,7 +69,7 @@ export class RunExecution implements WorkflowContext {
   private suspendCheckScheduled = false;
   /** Aborted when the run stops here for any reason: every step's signal follows it. */
   private readonly stopSignal = new AbortController();
-  private readonly fence: Fence;
+  readonly fence: Fence;
   private readonly attemptHost: AttemptHost;
 
   constructor(
