@@ -15,7 +15,7 @@ import { chargeOp, exceeded, scopeChain } from "./budget.js";
 import { askForMoreIfSpent } from "./budget-approval.js";
 import { callSummary, modelCallRow, promptRecord, type CallSummary, type PromptRecord } from "./model-call-record.js";
 import { costUsd } from "./pricing.js";
-import { appendChunk, streamChunkOps } from "./stream-chunks.js";
+import { appendChunk, streamBand, streamChunkOps } from "./stream-chunks.js";
 
 export interface RecordedModelOptions {
   /** The budget scope charged (an agent's run id); none: no budget. */
@@ -109,6 +109,7 @@ export function recordedModel(run: DurableRun, model: LanguageModelV3, options: 
         await askFirst();
         let chain: string[] = [];
         let delivered = false;
+        let band = streamBand(run);
         let live = false;
         let consumer!: ReadableStreamDefaultController<LanguageModelV3StreamPart>;
         const stream = new ReadableStream<LanguageModelV3StreamPart>({ start: (c) => void (consumer = c) });
@@ -123,7 +124,9 @@ export function recordedModel(run: DurableRun, model: LanguageModelV3, options: 
             const started = run.clock.now();
             const result = await inner.doStream({ ...params, abortSignal: withSignal(params, signal) });
             const parts: LanguageModelV3StreamPart[] = [];
-            let position = 0;
+            band = streamBand(run);
+            appendChunk(run, seq, band, "reset", "");
+            let position = band + 1;
             for await (const part of result.stream) {
               if (part.type === "error") throw part.error;
               if (part.type === "raw") continue;
@@ -131,14 +134,14 @@ export function recordedModel(run: DurableRun, model: LanguageModelV3, options: 
               if (part.type === "finish") continue; // held until the checkpoint commits
               delivered = true;
               consumer.enqueue(part);
-              if (part.type === "text-delta") appendChunk(run, seq, position++, part.delta);
+              if (part.type === "text-delta") appendChunk(run, seq, position++, "text", part.delta);
             }
             return { parts, latencyMs: run.clock.now() - started };
           },
           alsoWrite: (outcome, seq) => {
             if (!outcome.ok) return [];
             const summary = streamSummary(outcome.value);
-            return [...rows(seq, prompt, summary, chain), ...streamChunkOps(run, seq, outcome.value.parts)];
+            return [...rows(seq, prompt, summary, chain), ...streamChunkOps(run, seq, band, outcome.value.parts)];
           },
           onRecorded: (value, seq) => remember(state, seq, streamSummary(value)),
         });

@@ -12,15 +12,27 @@ import type { Store, WriteOp } from "../store/store.js";
  * rewrites every delta from the record and adds a `finish` row, so what a reader sees after
  * `finish` is exactly the recorded answer, even if a crash cut the first attempt's stream short.
  */
-export function appendChunk(run: DurableRun, seq: number, position: number, text: string): void {
-  run.store.commit(run.fence, [chunkOp(run.runId, seq, position, "text", text, run.clock.now())]).catch(() => undefined);
+export function appendChunk(run: DurableRun, seq: number, position: number, kind: "text" | "reset", text: string): void {
+  run.store.commit(run.fence, [chunkOp(run.runId, seq, position, kind, text, run.clock.now())]).catch(() => undefined);
 }
 
-export function streamChunkOps(run: DurableRun, seq: number, parts: LanguageModelV3StreamPart[]): WriteOp[] {
+/**
+ * Where this execution's attempt at a call writes: each load of a run after a takeover streams into
+ * a higher band, starting with a `reset` row, so a reader that followed a cut-short attempt across
+ * the crash knows to drop what it has of that call (the retry's text may differ).
+ */
+export function streamBand(run: DurableRun): number {
+  return (run.info.recoveries + 1) * BAND;
+}
+
+export function streamChunkOps(run: DurableRun, seq: number, band: number, parts: LanguageModelV3StreamPart[]): WriteOp[] {
   const at = run.clock.now();
   // Whatever an earlier, cut-short attempt left is replaced by the record.
-  const ops: WriteOp[] = [{ type: "delete", table: "cairn_stream_chunks", where: { run_id: run.runId, model_seq: seq } }];
-  let position = 0;
+  const ops: WriteOp[] = [
+    { type: "delete", table: "cairn_stream_chunks", where: { run_id: run.runId, model_seq: seq } },
+    chunkOp(run.runId, seq, band, "reset", "", at),
+  ];
+  let position = band + 1;
   for (const part of parts) {
     if (part.type === "text-delta") ops.push(chunkOp(run.runId, seq, position++, "text", part.delta, at));
   }
@@ -28,10 +40,13 @@ export function streamChunkOps(run: DurableRun, seq: number, parts: LanguageMode
   return ops;
 }
 
-/** The finish row sorts after every delta of its call. */
+/** Positions per attempt band (a call streams fewer deltas than this). */
+const BAND = 1_000_000;
+
+/** The finish row sorts after every delta of its call (and fits PostgreSQL's INTEGER). */
 const FINISH_POSITION = 2_000_000_000;
 
-function chunkOp(runId: string, seq: number, position: number, kind: "text" | "finish", chunk: string, at: number): WriteOp {
+function chunkOp(runId: string, seq: number, position: number, kind: StreamChunk["kind"], chunk: string, at: number): WriteOp {
   return {
     type: "insert",
     table: "cairn_stream_chunks",
@@ -44,7 +59,12 @@ export interface StreamChunk {
   /** Resume after a crash or a disconnect with `{ after: chunk.offset }`. */
   offset: string;
   modelSeq: number;
-  kind: "text" | "finish";
+  /**
+   * "text": a delta. "reset": an attempt at this call begins — drop any text of this call read so
+   * far (a crash cut an earlier attempt short, and the retry may say something else). "finish": the
+   * call's text is complete and is exactly the recorded answer.
+   */
+  kind: "text" | "reset" | "finish";
   text: string;
 }
 
@@ -61,7 +81,7 @@ export async function* readStream(
   let [seq, position] = (options.after ?? "-1:-1").split(":").map(Number) as [number, number];
   for (;;) {
     if (options.signal?.aborted) return;
-    const rows = await store.select<{ model_seq: number; position: number; kind: "text" | "finish"; chunk: string }>(
+    const rows = await store.select<{ model_seq: number; position: number; kind: StreamChunk["kind"]; chunk: string }>(
       `SELECT model_seq, position, kind, chunk FROM cairn_stream_chunks
        WHERE run_id = $1 AND (model_seq > $2 OR (model_seq = $2 AND position > $3)) ORDER BY model_seq, position`,
       [runId, seq, position],
