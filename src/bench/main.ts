@@ -1,8 +1,10 @@
 import { cpus } from "node:os";
 import { parseArgs } from "node:util";
+import { agentStorage } from "./agent-storage.js";
 import { cairnConcurrent, cairnPayloadDedup, cairnSequential, type CairnTiming } from "./cairn-runs.js";
 import { rawPostgresSequential, rawSqliteSequential } from "./raw-floors.js";
 import {
+  agentStorageGoals,
   goalsOf,
   renderReport,
   type Backend,
@@ -22,13 +24,15 @@ import { median, medianSummary, summarize, type Timing } from "./stats.js";
  * transaction), on SQLite and, when a server answers, PostgreSQL. Machines are shared and noisy,
  * so each workload runs in several rounds, interleaved (the order of workloads and backends flips
  * every round), and the report gives medians; a Cairn rate is compared with the raw floor of the
- * same round.
+ * same round. An agent conversation's checkpoints are then measured against LangGraph.js's
+ * snapshot-per-step checkpointer on SQLite (see agent-storage.ts).
  */
 
 const LOCAL_POSTGRES = "postgres://postgres@127.0.0.1:5432/cairn_test";
 
 const USAGE = `usage: npm run bench -- [--quick] [--json] [--postgres <url>] [--rounds <n>]
-  --quick           a short run (3 rounds of 500 sequential steps instead of 7 of 1000)
+  --quick           a short run (3 rounds of 500 sequential steps instead of 7 of 1000,
+                    and a 20-turn agent conversation instead of 50)
   --json            print the report as JSON instead of a table
   --postgres <url>  the server to create scratch databases on
                     (default $CAIRN_BENCH_POSTGRES_URL, else ${LOCAL_POSTGRES})
@@ -68,6 +72,7 @@ function parseOptions(argv: string[]): Options {
       stepsPerRun: 20,
       payloadSteps: 100,
       payloadValueBytes: 50 * 1024,
+      agentTurns: quick ? 20 : 50,
     },
     json: values.json ?? false,
     postgresUrl: values.postgres ?? process.env.CAIRN_BENCH_POSTGRES_URL ?? LOCAL_POSTGRES,
@@ -150,12 +155,15 @@ async function main(): Promise<void> {
     });
   }
 
+  const agent = await agentStorage({ turns: s.agentTurns, toolEvery: 3, rounds: s.rounds }, progress);
+
   const report: BenchReport = {
     settings: s,
     environment: { node: process.version, platform: `${process.platform} ${process.arch}`, cpus: cpus().length, postgres: postgresVersion },
     backends,
     postgresSkipped,
-    goals: backends.flatMap(goalsOf),
+    agentStorage: agent,
+    goals: [...backends.flatMap(goalsOf), ...agentStorageGoals(agent)],
   };
   console.log(options.json ? JSON.stringify(report, null, 2) : renderReport(report));
 }

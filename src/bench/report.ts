@@ -1,3 +1,4 @@
+import type { AgentStorageReport, ArmMeasurement, ArmName } from "./agent-storage.js";
 import type { PayloadDedup } from "./cairn-runs.js";
 import { formatBytes, formatCount, formatMicros, formatRatio, renderTable, type TimingSummary } from "./stats.js";
 
@@ -8,6 +9,8 @@ export interface BenchReport {
   backends: BackendReport[];
   /** Why the PostgreSQL rows are missing, when they are. */
   postgresSkipped: string | null;
+  /** A conversation's checkpoints, Cairn against LangGraph's snapshot per step (SQLite only). */
+  agentStorage: AgentStorageReport;
   goals: Goal[];
 }
 
@@ -19,6 +22,7 @@ export interface BenchSettings {
   stepsPerRun: number;
   payloadSteps: number;
   payloadValueBytes: number;
+  agentTurns: number;
 }
 
 export type Backend = "sqlite" | "postgres";
@@ -64,6 +68,8 @@ export interface Goal {
 const SEQUENTIAL_GOAL = "sequential steps/s vs raw floor";
 const CONCURRENT_GOAL = "concurrent steps/s vs raw sequential floor";
 const PAYLOAD_GOAL = "repeated payload stored once";
+const AGENT_BYTES_GOAL = "agent conversation bytes, LangGraph ÷ Cairn";
+const AGENT_TIME_GOAL = "agent checkpoint time, LangGraph ÷ Cairn";
 
 export function goalsOf(backend: BackendReport): Goal[] {
   const goals: Goal[] = [
@@ -92,6 +98,14 @@ export function goalsOf(backend: BackendReport): Goal[] {
     met: backend.payload.payloadRows === 1,
   });
   return goals;
+}
+
+/** Against LangGraph with the same durability as Cairn (synchronous=FULL). */
+export function agentStorageGoals(agent: AgentStorageReport): Goal[] {
+  return [
+    { backend: "sqlite", what: AGENT_BYTES_GOAL, target: "≥ 10.00×", actual: formatRatio(agent.storageRatio), met: agent.storageRatio >= 10 },
+    { backend: "sqlite", what: AGENT_TIME_GOAL, target: "≥ 5.00×", actual: formatRatio(agent.checkpointTimeRatio), met: agent.checkpointTimeRatio >= 5 },
+  ];
 }
 
 export function renderReport(report: BenchReport): string {
@@ -144,7 +158,71 @@ export function renderReport(report: BenchReport): string {
     "steps/s: steps over the step window (first ctx.step called to last resolved); p50/p99: one ctx.step, from the workflow's side.",
     "e2e: including creating, starting and finishing the runs. vs raw: median over rounds of the round's rate ÷ that round's raw floor.",
   );
+  lines.push("", ...renderAgentStorage(report.agentStorage, report.goals));
   return lines.join("\n");
+}
+
+const ARM_LABELS: Record<ArmName, string> = {
+  cairn: "cairn (ctx.model + ctx.step)",
+  langgraph: "langgraph SqliteSaver",
+  "langgraph-default": "langgraph SqliteSaver, as shipped",
+};
+
+function renderAgentStorage(agent: AgentStorageReport, goals: Goal[]): string[] {
+  const s = agent.settings;
+  const n = s.turns;
+  const w = agent.window;
+  const goal = (what: string): string => {
+    const g = goals.find((candidate) => candidate.what === what);
+    return g === undefined ? "" : ` (goal ${g.target} ${g.met ? "met" : "MISSED"})`;
+  };
+  const lines = [
+    `Agent conversation: ${n} turns (${agent.toolTurns} with a tool call), ${agent.modelCalls} model calls, ${formatBytes(agent.contentBytes)} of message text;` +
+      ` each arm on a fresh SQLite file (WAL), medians of ${s.rounds} rounds`,
+    "",
+  ];
+  const rows: string[][] = [
+    ["arm", "synchronous", "bytes", `B/turn 1–${w}`, `B/turn ${n - w + 1}–${n}`, "file (empty schema)", "checkpoint ms", "of which GC", "ms/turn", `ms/turn 1–${w}`, `ms/turn ${n - w + 1}–${n}`, "commits"],
+  ];
+  for (const arm of agent.arms) {
+    rows.push([
+      ARM_LABELS[arm.arm],
+      arm.synchronous,
+      formatBytes(arm.bytes),
+      formatCount(arm.firstTurns.bytesPerTurn),
+      formatCount(arm.lastTurns.bytesPerTurn),
+      `${formatBytes(arm.fileBytes)} (${formatBytes(arm.emptyFileBytes)})`,
+      arm.checkpointMs.toFixed(1),
+      arm.gcMs.toFixed(1),
+      (arm.checkpointMs / n).toFixed(2),
+      arm.firstTurns.checkpointMsPerTurn.toFixed(2),
+      arm.lastTurns.checkpointMsPerTurn.toFixed(2),
+      formatCount(arm.checkpoints),
+    ]);
+  }
+  lines.push(renderTable(rows), "");
+  const [cairn, langgraph] = agent.arms as [ArmMeasurement, ArmMeasurement];
+  lines.push(
+    `LangGraph (synchronous=FULL, as Cairn) ÷ Cairn: bytes ${formatRatio(agent.storageRatio)}${goal(AGENT_BYTES_GOAL)},` +
+      ` file ${formatRatio(langgraph.fileBytes / cairn.fileBytes)}, checkpoint time ${formatRatio(agent.checkpointTimeRatio)}${goal(AGENT_TIME_GOAL)}`,
+    `  checkpoint time with the GC pauses taken out of both: ${formatRatio(agent.checkpointTimeRatioWithoutGc)}`,
+    `LangGraph as shipped (better-sqlite3's WAL default, synchronous=NORMAL: commits not fsynced) ÷ Cairn: checkpoint time ${formatRatio(agent.checkpointTimeRatioVsDefault)}`,
+    `where the bytes go — cairn: ${topColumns(cairn)}; langgraph: ${topColumns(langgraph)}`,
+    `bytes: ${agent.measured.bytes}.`,
+    `checkpoint time, cairn: ${agent.measured.cairnCheckpoint}.`,
+    `checkpoint time, langgraph: ${agent.measured.langgraphCheckpoint}` +
+      (langgraph.loadMs === null ? "." : ` (${langgraph.loadMs.toFixed(1)} ms).`),
+  );
+  return lines;
+}
+
+/** The columns holding most of an arm's bytes, with their shares. */
+function topColumns(arm: ArmMeasurement, count = 3): string {
+  return Object.entries(arm.bytesByColumn)
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, count)
+    .map(([column, bytes]) => `${column} ${formatBytes(bytes)} (${Math.round((100 * bytes) / arm.bytes)}%)`)
+    .join(", ");
 }
 
 function row(backend: Backend, workload: string, w: WorkloadReport, goal: string): string[] {
