@@ -1,4 +1,5 @@
 import type { DurableRun } from "../engine/durable-run.js";
+import type { LastPrompt } from "./model-call-record.js";
 import type { Pricing } from "./pricing.js";
 
 /**
@@ -13,6 +14,8 @@ export interface AgentRunState {
   pricing: Pricing | undefined;
   /** The budget scope this run charges (its own run id), once opened. */
   scopeId: string | undefined;
+  /** The last model call's prompt (live or replayed): the base of the next prompt's delta. */
+  lastPrompt: LastPrompt | undefined;
 }
 
 const states = new WeakMap<DurableRun, AgentRunState>();
@@ -20,7 +23,7 @@ const states = new WeakMap<DurableRun, AgentRunState>();
 export function agentState(run: DurableRun): AgentRunState {
   let state = states.get(run);
   if (state === undefined) {
-    state = { toolCallModelSeq: new Map(), storedMessages: new Set(), costUsd: 0, pricing: undefined, scopeId: undefined };
+    state = { toolCallModelSeq: new Map(), storedMessages: new Set(), costUsd: 0, pricing: undefined, scopeId: undefined, lastPrompt: undefined };
     states.set(run, state);
   }
   return state;

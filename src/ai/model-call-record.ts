@@ -16,9 +16,19 @@ export interface CallSummary {
 
 export interface PromptRecord {
   hash: string;
+  /** Every message's hash, in order. */
   messages: string[];
+  /** What the row stores: the full list, or the previous call's seq plus the messages added since. */
+  stored: string;
   /** Payload rows for messages not stored yet. */
   payloads: WriteOp[];
+}
+
+/** The last prompt a run sent, kept to store the next one as a delta and to skip re-hashing. */
+export interface LastPrompt {
+  seq: number;
+  messages: readonly unknown[];
+  hashes: string[] | undefined;
 }
 
 export function callSummary(result: LanguageModelV3GenerateResult & { latencyMs?: number }, streamed: boolean): CallSummary {
@@ -54,7 +64,7 @@ export function modelCallRow(
       provider: model.provider,
       model_id: model.modelId,
       prompt_hash: prompt.hash,
-      prompt_messages: JSON.stringify(prompt.messages),
+      prompt_messages: prompt.stored,
       finish_reason: summary.finishReason,
       text_excerpt: summary.excerpt,
       tool_call_ids: JSON.stringify(summary.toolCallIds),
@@ -72,12 +82,22 @@ export function modelCallRow(
 
 /**
  * The prompt, content-addressed message by message: each message is a payload stored once, so a
- * conversation of N turns stores O(N) messages, not N copies of a growing history. The prompt's
- * own hash is the hash of its message hashes.
+ * conversation of N turns stores O(N) messages. When the prompt extends the run's previous one (a
+ * conversation growing turn by turn), the row stores `{"after": seq, "add": [...]}` — the previous
+ * call's seq and the hashes of the messages added since — so the rows grow O(N) too, not O(N²).
+ * Messages that are the very objects of the previous prompt reuse its hashes. The prompt's own hash
+ * is the hash of all its message hashes. `expandPromptMessages` reads either form back.
  */
-export function promptRecord(params: LanguageModelV3CallOptions, stored: Set<string>, at: number): PromptRecord {
+export function promptRecord(
+  params: LanguageModelV3CallOptions,
+  stored: Set<string>,
+  previous: LastPrompt | undefined,
+  at: number,
+): PromptRecord {
   const payloads: WriteOp[] = [];
-  const messages = params.prompt.map((message) => {
+  const before = previous === undefined ? undefined : (previous.hashes ??= previous.messages.map((m) => hashText(safeEncode(m))));
+  const messages = params.prompt.map((message, i) => {
+    if (previous !== undefined && before !== undefined && previous.messages[i] === message) return before[i]!;
     const text = safeEncode(message);
     const hash = hashText(text);
     if (!stored.has(hash)) {
@@ -91,7 +111,28 @@ export function promptRecord(params: LanguageModelV3CallOptions, stored: Set<str
     }
     return hash;
   });
-  return { hash: hashText(messages.join(",")), messages, payloads };
+  const extends_ = before !== undefined && before.length <= messages.length && before.every((h, i) => messages[i] === h);
+  const storedForm =
+    previous !== undefined && extends_ ? JSON.stringify({ after: previous.seq, add: messages.slice(before!.length) }) : JSON.stringify(messages);
+  return { hash: hashText(messages.join(",")), messages, stored: storedForm, payloads };
+}
+
+/**
+ * Reads a `prompt_messages` value back into the full list of message hashes, following
+ * `{"after": seq, "add": [...]}` links to earlier calls of the same run through `lookUp`.
+ */
+export async function expandPromptMessages(stored: string, lookUp: (seq: number) => Promise<string | undefined>): Promise<string[]> {
+  const tail: string[][] = [];
+  let current: unknown = JSON.parse(stored);
+  for (let hops = 0; hops < 100_000; hops++) {
+    if (Array.isArray(current)) return [...(current as string[]), ...tail.reverse().flat()];
+    const link = current as { after: number; add: string[] };
+    tail.push(link.add);
+    const earlier = await lookUp(link.after);
+    if (earlier === undefined) return tail.reverse().flat();
+    current = JSON.parse(earlier);
+  }
+  throw new Error("prompt_messages links form a cycle");
 }
 
 function safeEncode(value: unknown): string {

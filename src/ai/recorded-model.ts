@@ -89,19 +89,21 @@ export function recordedModel(run: DurableRun, model: LanguageModelV3, options: 
       wrapGenerate: async ({ params, model: inner }) => {
         await askFirst();
         let chain: string[] = [];
-        const prompt = promptRecord(params, state.storedMessages, run.clock.now());
+        let prompt: PromptRecord | undefined;
+        const previous = state.lastPrompt;
         return run.operation<LanguageModelV3GenerateResult & { latencyMs?: number }>({
           kind: "model",
           name,
           options: stepOptions(() => false),
           execute: async ({ signal }) => {
             chain = await admit();
+            prompt ??= promptRecord(params, state.storedMessages, previous, run.clock.now());
             const started = run.clock.now();
             const result = await inner.doGenerate({ ...params, abortSignal: withSignal(params, signal) });
             return { ...keepable(result), latencyMs: run.clock.now() - started };
           },
-          alsoWrite: (outcome, seq) => (outcome.ok ? rows(seq, prompt, callSummary(outcome.value, false), chain) : []),
-          onRecorded: (result, seq) => remember(state, seq, callSummary(result, false)),
+          alsoWrite: (outcome, seq) => (outcome.ok && prompt !== undefined ? rows(seq, prompt, callSummary(outcome.value, false), chain) : []),
+          onRecorded: (result, seq) => remember(state, seq, callSummary(result, false), params, prompt),
         });
       },
 
@@ -113,7 +115,8 @@ export function recordedModel(run: DurableRun, model: LanguageModelV3, options: 
         let live = false;
         let consumer!: ReadableStreamDefaultController<LanguageModelV3StreamPart>;
         const stream = new ReadableStream<LanguageModelV3StreamPart>({ start: (c) => void (consumer = c) });
-        const prompt = promptRecord(params, state.storedMessages, run.clock.now());
+        let prompt: PromptRecord | undefined;
+        const previous = state.lastPrompt;
         const recorded = run.operation<RecordedStream>({
           kind: "model",
           name,
@@ -121,6 +124,7 @@ export function recordedModel(run: DurableRun, model: LanguageModelV3, options: 
           execute: async ({ signal, seq }) => {
             live = true;
             chain = await admit();
+            prompt ??= promptRecord(params, state.storedMessages, previous, run.clock.now());
             const started = run.clock.now();
             const result = await inner.doStream({ ...params, abortSignal: withSignal(params, signal) });
             const parts: LanguageModelV3StreamPart[] = [];
@@ -139,11 +143,11 @@ export function recordedModel(run: DurableRun, model: LanguageModelV3, options: 
             return { parts, latencyMs: run.clock.now() - started };
           },
           alsoWrite: (outcome, seq) => {
-            if (!outcome.ok) return [];
+            if (!outcome.ok || prompt === undefined) return [];
             const summary = streamSummary(outcome.value);
             return [...rows(seq, prompt, summary, chain), ...streamChunkOps(run, seq, band, outcome.value.parts)];
           },
-          onRecorded: (value, seq) => remember(state, seq, streamSummary(value)),
+          onRecorded: (value, seq) => remember(state, seq, streamSummary(value), params, prompt),
         });
         recorded.then(
           (value) => {
@@ -158,7 +162,8 @@ export function recordedModel(run: DurableRun, model: LanguageModelV3, options: 
   });
 }
 
-function remember(state: AgentRunState, seq: number, summary: CallSummary): void {
+function remember(state: AgentRunState, seq: number, summary: CallSummary, params: LanguageModelV3CallOptions, prompt: PromptRecord | undefined): void {
+  state.lastPrompt = { seq, messages: params.prompt, hashes: prompt?.messages };
   for (const id of summary.toolCallIds) state.toolCallModelSeq.set(id, seq);
   state.costUsd += costUsd(state.pricing, summary.inputTokens, summary.outputTokens);
 }

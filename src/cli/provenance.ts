@@ -1,3 +1,4 @@
+import { expandPromptMessages } from "../ai/model-call-record.js";
 import { RunNotFoundError } from "../errors.js";
 import type { RunRow, Store } from "../store/store.js";
 import { formatUsage, formatUsd, hasAgentTables, num } from "./agent-fields.js";
@@ -132,7 +133,7 @@ export async function loadProvenance(store: Store, runId: string, seq: number): 
 
   const chain: ProvenanceLink[] = [];
   if (tool !== undefined) chain.push(toolLink(tool));
-  if (model !== undefined) chain.push(modelLink(model), await promptLink(store, model));
+  if (model !== undefined) chain.push(modelLink(model), await promptLink(store, runId, model));
   if (tool === undefined && model === undefined) chain.push(stepLink(step!));
   chain.push(...(await runChain(store, run)));
   return chain;
@@ -204,8 +205,14 @@ function modelLink(row: ModelRow): ModelLink {
 }
 
 /** The prompt's messages, read back from their content-addressed payloads. */
-async function promptLink(store: Store, model: ModelRow): Promise<PromptLink> {
-  const hashes = parseStrings(model.prompt_messages);
+async function promptLink(store: Store, runId: string, model: ModelRow): Promise<PromptLink> {
+  const hashes = await expandPromptMessages(model.prompt_messages, async (seq) => {
+    const [row] = await store.select<{ prompt_messages: string }>(
+      "SELECT prompt_messages FROM cairn_model_calls WHERE run_id = $1 AND seq = $2",
+      [runId, seq],
+    );
+    return row?.prompt_messages;
+  });
   const unique = [...new Set(hashes)];
   const bodies = new Map<string, string>();
   if (unique.length > 0) {

@@ -1,0 +1,48 @@
+import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
+import { generateText, type ModelMessage } from "ai";
+import { afterEach, describe, expect, it } from "vitest";
+import { expandPromptMessages } from "../../src/ai/model-call-record.js";
+import { startMockLlm, type MockLlm } from "../../src/ai/mock-llm/index.js";
+import { BACKENDS } from "../backends.js";
+import { cairnFactory } from "../harness.js";
+
+describe.each(BACKENDS)("prompt storage on $name", (backend) => {
+  const env = cairnFactory(backend);
+  let llm: MockLlm | undefined;
+  afterEach(async () => {
+    await llm?.close();
+    llm = undefined;
+  });
+
+  it("stores a growing conversation as deltas that expand to every message, each message once", async () => {
+    llm = await startMockLlm({ script: { rules: [{ reply: { content: "Answer to: {{prompt}}" } }] } });
+    const cairn = env.cairn(await env.database());
+    const provider = createOpenAICompatible({ name: "mock", baseURL: llm.url });
+    const wf = cairn.workflow("chat", async (ctx) => {
+      const messages: ModelMessage[] = [{ role: "system", content: "Be brief." }];
+      for (let turn = 0; turn < 5; turn++) {
+        messages.push({ role: "user", content: `Question ${turn}` });
+        const result = await generateText({ model: ctx.model(provider.chatModel("mock-1")), messages });
+        messages.push(...result.response.messages);
+      }
+      return messages.length;
+    });
+    await cairn.launch();
+    expect(await (await wf.start(undefined, { id: "chat" })).result()).toBe(11);
+    const rows = await cairn.store().select<{ seq: number; prompt_messages: string }>(
+      "SELECT seq, prompt_messages FROM cairn_model_calls WHERE run_id = 'chat' ORDER BY seq",
+    );
+    expect(rows).toHaveLength(5);
+    expect(Array.isArray(JSON.parse(rows[0]!.prompt_messages))).toBe(true);
+    for (const row of rows.slice(1)) expect(JSON.parse(row.prompt_messages)).toMatchObject({ after: expect.any(Number) });
+    const bySeq = new Map(rows.map((r) => [Number(r.seq), r.prompt_messages]));
+    const last = await expandPromptMessages(rows[4]!.prompt_messages, async (seq) => bySeq.get(seq));
+    expect(last).toHaveLength(10); // system + 5 questions + 4 answers
+    expect(new Set(last).size).toBe(10);
+    const payloads = await cairn.store().select<{ n: number }>(
+      `SELECT count(*) AS n FROM cairn_payloads WHERE hash IN (${last.map((_, i) => `$${i + 1}`).join(", ")})`,
+      last,
+    );
+    expect(Number(payloads[0]!.n)).toBe(10);
+  });
+});
