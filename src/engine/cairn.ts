@@ -253,17 +253,19 @@ export class CairnRuntime implements WorkflowHost {
     await this.ready();
     const deadline = options.timeoutMs === undefined ? Infinity : Date.now() + options.timeoutMs;
     for (;;) {
-      let wake!: () => void;
-      const changed = new Promise<void>((resolve) => (wake = resolve));
+      let wake!: (settled?: RunRow) => void;
+      const changed = new Promise<RunRow | undefined>((resolve) => (wake = resolve));
       const unsubscribe = this.executor.onRunChange(runId, wake);
       try {
         const run = await this.mustGetRun(runId);
         if (TERMINAL_STATUSES.includes(run.status)) return run;
         if (Date.now() >= deadline) throw new TimeoutError(`run ${runId} did not finish within ${options.timeoutMs} ms`, { runId });
         let timer: NodeJS.Timeout | undefined;
-        const poll = new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.min(100, deadline - Date.now()))));
-        await Promise.race([changed, poll]);
+        const poll = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), Math.min(100, deadline - Date.now()))));
+        const settled = await Promise.race([changed, poll]);
         clearTimeout(timer);
+        // Settled in this process: the row it committed, without reading it back.
+        if (settled !== undefined) return settled;
       } finally {
         unsubscribe();
       }

@@ -33,7 +33,7 @@ export interface ExecutorOptions {
 export class Executor implements ExecutionHost {
   readonly executorId = randomUUID();
   private readonly executions = new Map<string, RunExecution>();
-  private readonly listeners = new Map<string, Set<() => void>>();
+  private readonly listeners = new Map<string, Set<(settled?: RunRow) => void>>();
   private started = false;
   private claiming = false;
   private claimAgain = false;
@@ -116,7 +116,8 @@ export class Executor implements ExecutionHost {
   }
 
   /** Resolves `listener` calls whenever a run settles or lets go here. */
-  onRunChange(runId: string, listener: () => void): () => void {
+  /** `listener` hears of every change to the run here; a run that settled here comes with its final row. */
+  onRunChange(runId: string, listener: (settled?: RunRow) => void): () => void {
     let set = this.listeners.get(runId);
     if (set === undefined) this.listeners.set(runId, (set = new Set()));
     set.add(listener);
@@ -126,8 +127,8 @@ export class Executor implements ExecutionHost {
     };
   }
 
-  notifyRunChange(runId: string): void {
-    for (const listener of this.listeners.get(runId) ?? []) listener();
+  notifyRunChange(runId: string, settled?: RunRow): void {
+    for (const listener of this.listeners.get(runId) ?? []) listener(settled);
   }
 
   /** Called by whoever cancelled runs in this process. */
@@ -167,7 +168,7 @@ export class Executor implements ExecutionHost {
     this.wakeTimer.unref();
   }
 
-  released(runId: string, reason: "settled" | "suspended" | "lost" | "store-error", error?: unknown): void {
+  released(runId: string, reason: "settled" | "suspended" | "lost" | "store-error", error?: unknown, settled?: RunRow): void {
     this.executions.delete(runId);
     if (reason === "store-error") {
       this.reloads.add(runId);
@@ -176,7 +177,7 @@ export class Executor implements ExecutionHost {
     } else {
       this.storeFailures.delete(runId);
     }
-    this.notifyRunChange(runId);
+    this.notifyRunChange(runId, settled);
   }
 
   // ---- claiming ---------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ export interface ExecutionHost {
   /** An unloaded run wants waking at `time`. */
   wakeAt(time: number): void;
   /** The execution let go of its run: it finished, unloaded, lost its lease or hit a store error. */
-  released(runId: string, reason: "settled" | "suspended" | "lost" | "store-error", error?: unknown): void;
+  released(runId: string, reason: "settled" | "suspended" | "lost" | "store-error", error?: unknown, settled?: RunRow): void;
 }
 
 export type WorkflowFunction = (ctx: WorkflowContext, input: never) => Promise<unknown>;
@@ -556,8 +556,19 @@ export class RunExecution implements WorkflowContext {
       this.host.released(this.runId, failure instanceof FencedError ? "lost" : "store-error", failure);
       return;
     }
-    this.host.released(this.runId, "settled");
-    this.host.poke();
+    const at = this.clock.now();
+    this.host.released(this.runId, "settled", undefined, {
+      ...this.run,
+      status,
+      output: output?.text ?? null,
+      error,
+      executorId: null,
+      wakeAt: null,
+      updatedAt: at,
+      finishedAt: at,
+    });
+    // Only a child's end can make work claimable here (its waiting parent); a top-level run's cannot.
+    if (this.run.parentId !== null) this.host.poke();
   }
 
   /** Commits ops under this run's fence; false means the run was lost (and is now released). */

@@ -156,7 +156,11 @@ export class PostgresStore implements Store {
         outcomes.fill(null);
         const steps = stepOnly(batch);
         const single = steps?.length === 1 && steps[0]!.steps.length === 1 && steps[0]!.steps[0]!.output?.hash == null ? steps[0]! : null;
-        if (single !== null) {
+        const finish = finishOnly(batch);
+        if (finish !== null) {
+          const held = await this.onWriter((writer) => this.writes.finishSingle(writer, finish.fence, finish.op));
+          if (!held) outcomes[0] = fenced(finish.fence);
+        } else if (single !== null) {
           const held = await this.onWriter((writer) => this.writes.stepSingle(writer, single.fence, single.steps[0]!));
           if (!held) outcomes[0] = fenced(single.fence);
         } else if (steps !== null) {
@@ -482,6 +486,15 @@ const RUN_SELECT = `SELECT r.*, COALESCE(r.input, pi.body) AS input_text, COALES
   LEFT JOIN cairn_payloads po ON po.hash = r.output_hash`;
 
 /** The fast path applies when every commit is fenced, writes only steps, and no step repeats. */
+/** A batch that is one fenced commit of one finish: the common end of a run, written in one statement. */
+function finishOnly(batch: PendingCommit[]): { fence: Fence; op: Extract<WriteOp, { type: "finish" }> } | null {
+  if (batch.length !== 1) return null;
+  const [pending] = batch;
+  if (pending === undefined || pending.fence === null || pending.ops.length !== 1) return null;
+  const op = pending.ops[0]!;
+  return op.type === "finish" && op.runId === pending.fence.runId ? { fence: pending.fence, op } : null;
+}
+
 function stepOnly(batch: PendingCommit[]): { fence: Fence; steps: StepRecord[] }[] | null {
   const seen = new Set<string>();
   const commits: { fence: Fence; steps: StepRecord[] }[] = [];

@@ -221,6 +221,27 @@ export class PostgresWrites {
     return result.rows[0]?.held === 1;
   }
 
+  /**
+   * A run's finish as one autocommitted statement, fenced in its WHERE clause: the run row and its
+   * waiting parent are updated (and so locked) by the same statement. Returns whether the fence held.
+   */
+  async finishSingle(db: Pool | Db, fence: Fence, op: Extract<WriteOp, { type: "finish" }>): Promise<boolean> {
+    const [output] = splitStored(op.output);
+    const result = await db.query<{ held: number }>({
+      name: "cairn_finish_single",
+      text: `WITH ${PAYLOAD_CTE},
+             f AS (
+               UPDATE cairn_runs SET status = $5, output = $6, output_hash = $1, error = $7, finished_at = $4,
+                 updated_at = $4, executor_id = NULL, wake_at = NULL
+               WHERE id = $8 AND executor_id = $9 AND status = 'running' RETURNING parent_id),
+             w AS (${wakeRun("(SELECT parent_id FROM f)", "$4")} RETURNING status = 'waiting' AS woke),
+             n AS (SELECT pg_notify('${WAKE_CHANNEL}', '') FROM w WHERE woke)
+           SELECT (SELECT count(*) FROM f)::int AS held, (SELECT count(*) FROM n)::int AS notified`,
+      values: [...payloadValues(op.output, op.at), op.status, output, op.error, op.runId, fence.executorId],
+    });
+    return result.rows[0]?.held === 1;
+  }
+
   async apply(db: Db, op: WriteOp): Promise<void> {
     switch (op.type) {
       case "step":
