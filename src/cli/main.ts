@@ -7,6 +7,7 @@ import { approve } from "./commands/approve.js";
 import { cancel } from "./commands/cancel.js";
 import { deny } from "./commands/deny.js";
 import { demo } from "./commands/demo.js";
+import { experiment } from "./commands/experiment.js";
 import { fork } from "./commands/fork.js";
 import { mockLlm } from "./commands/mock-llm.js";
 import { resume } from "./commands/resume.js";
@@ -19,7 +20,7 @@ import { databaseOf } from "./database.js";
 import { commandHelp, overallHelp } from "./help.js";
 import { print } from "./output.js";
 
-const COMMANDS: readonly Command[] = [runs, show, why, sql, cancel, resume, fork, send, approvals, approve, deny, demo, mockLlm];
+const COMMANDS: readonly Command[] = [runs, show, why, sql, cancel, resume, fork, send, approvals, approve, deny, demo, experiment, mockLlm];
 
 /** Runs the CLI on `argv` (without `node main.js`) and returns the exit code. */
 async function main(argv: readonly string[]): Promise<number> {

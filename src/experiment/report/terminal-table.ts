@@ -1,0 +1,11 @@
+import { table } from "../../cli/output.js";
+import type { ExperimentResults } from "../run-experiment.js";
+import { RESULT_COLUMNS } from "./columns.js";
+
+/** The results as an aligned table for the terminal. */
+export function renderTable(results: ExperimentResults): string {
+  return table(
+    RESULT_COLUMNS.map((c) => ({ header: c.header, align: c.align })),
+    results.arms.map((r) => RESULT_COLUMNS.map((c) => c.cell(r))),
+  );
+}
