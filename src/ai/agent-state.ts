@@ -1,6 +1,7 @@
 import type { DurableRun } from "../engine/durable-run.js";
 import type { LastPrompt } from "./model-call-record.js";
 import type { Pricing } from "./pricing.js";
+import { Mutex } from "../store/mutex.js";
 
 /**
  * What the agent helpers remember about one loaded run, rebuilt on replay as recorded operations
@@ -16,6 +17,8 @@ export interface AgentRunState {
   scopeId: string | undefined;
   /** The last model call's prompt (live or replayed): the base of the next prompt's delta. */
   lastPrompt: LastPrompt | undefined;
+  /** Orders model calls that check a budget before taking their seq (onBudgetExceeded: "ask"). */
+  readonly modelOrder: Mutex;
 }
 
 const states = new WeakMap<DurableRun, AgentRunState>();
@@ -23,7 +26,7 @@ const states = new WeakMap<DurableRun, AgentRunState>();
 export function agentState(run: DurableRun): AgentRunState {
   let state = states.get(run);
   if (state === undefined) {
-    state = { toolCallModelSeq: new Map(), storedMessages: new Set(), costUsd: 0, pricing: undefined, scopeId: undefined, lastPrompt: undefined };
+    state = { toolCallModelSeq: new Map(), storedMessages: new Set(), costUsd: 0, pricing: undefined, scopeId: undefined, lastPrompt: undefined, modelOrder: new Mutex() };
     states.set(run, state);
   }
   return state;

@@ -70,8 +70,21 @@ export function recordedModel(run: DurableRun, model: LanguageModelV3, options: 
     return scopes.map((s) => s.run_id);
   }
 
-  async function askFirst(): Promise<void> {
-    if (options.onBudgetExceeded === "ask" && options.scopeId !== undefined) await askForMoreIfSpent(run, options.scopeId);
+  /**
+   * In "ask" mode a budget check (a database read, perhaps an approval) comes before a model call
+   * takes its seq. Concurrent calls go through a per-run queue in call order, and each takes its seq
+   * before the next may check, so seqs follow call order on every replay. Returns the release.
+   */
+  async function inOrder(): Promise<() => void> {
+    if (options.onBudgetExceeded !== "ask" || options.scopeId === undefined) return () => undefined;
+    await state.modelOrder.acquire();
+    try {
+      await askForMoreIfSpent(run, options.scopeId);
+    } catch (error) {
+      state.modelOrder.release();
+      throw error;
+    }
+    return () => state.modelOrder.release();
   }
 
   function rows(seq: number, prompt: PromptRecord, summary: CallSummary, chain: string[]): WriteOp[] {
@@ -87,11 +100,11 @@ export function recordedModel(run: DurableRun, model: LanguageModelV3, options: 
     middleware: {
       specificationVersion: "v3",
       wrapGenerate: async ({ params, model: inner }) => {
-        await askFirst();
+        const release = await inOrder();
         let chain: string[] = [];
         let prompt: PromptRecord | undefined;
         const previous = state.lastPrompt;
-        return run.operation<LanguageModelV3GenerateResult & { latencyMs?: number }>({
+        const call = run.operation<LanguageModelV3GenerateResult & { latencyMs?: number }>({
           kind: "model",
           name,
           options: stepOptions(() => false),
@@ -105,10 +118,12 @@ export function recordedModel(run: DurableRun, model: LanguageModelV3, options: 
           alsoWrite: (outcome, seq) => (outcome.ok && prompt !== undefined ? rows(seq, prompt, callSummary(outcome.value, false), chain) : []),
           onRecorded: (result, seq) => remember(state, seq, callSummary(result, false), params, prompt),
         });
+        release(); // the call has its seq
+        return call;
       },
 
       wrapStream: async ({ params, model: inner }) => {
-        await askFirst();
+        const release = await inOrder();
         let chain: string[] = [];
         let delivered = false;
         let band = streamBand(run);
@@ -149,13 +164,17 @@ export function recordedModel(run: DurableRun, model: LanguageModelV3, options: 
           },
           onRecorded: (value, seq) => remember(state, seq, streamSummary(value), params, prompt),
         });
-        recorded.then(
-          (value) => {
-            for (const part of value.parts) if (!live || part.type === "finish") consumer.enqueue(part);
-            consumer.close();
-          },
-          (error: unknown) => consumer.error(error),
-        );
+        release(); // the call has its seq
+        recorded
+          .then(
+            (value) => {
+              for (const part of value.parts) if (!live || part.type === "finish") consumer.enqueue(part);
+              consumer.close();
+            },
+            (error: unknown) => consumer.error(error),
+          )
+          // The reader went away (cancelled the stream) before the record committed: nothing to deliver.
+          .catch(() => undefined);
         return { stream };
       },
     },

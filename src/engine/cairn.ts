@@ -151,7 +151,14 @@ export class CairnRuntime implements WorkflowHost {
         },
       },
     ]);
-    const row = await this.storeInstance.getRun(id);
+    let row: RunRow | undefined;
+    try {
+      row = await this.storeInstance.getRun(id);
+    } catch (error) {
+      // The run may be ours and running, but not started here: the executor loads it on its next poll.
+      if (owned) this.executor.reloadLater(id);
+      throw error;
+    }
     if (row === undefined) throw new CairnError(`run ${id} vanished right after it was created`);
     if (row.workflow !== workflow) {
       throw new InvalidSpecError("id", id, `that run id already belongs to a run of workflow "${row.workflow}"`);

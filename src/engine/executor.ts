@@ -115,6 +115,11 @@ export class Executor implements ExecutionHost {
     this.load(run, []);
   }
 
+  /** A run owned here that is not loaded (a store error cut its load short): load it on the next poll. */
+  reloadLater(runId: string): void {
+    this.reloads.add(runId);
+  }
+
   /** Resolves `listener` calls whenever a run settles or lets go here. */
   /** `listener` hears of every change to the run here; a run that settled here comes with its final row. */
   onRunChange(runId: string, listener: (settled?: RunRow) => void): () => void {
@@ -206,7 +211,17 @@ export class Executor implements ExecutionHost {
             workflows: [...this.workflows.keys()],
             limit: capacity,
           });
-          await Promise.all(runs.map(async (run) => this.load(run, await this.store.loadJournal(run.id))));
+          await Promise.all(
+            runs.map(async (run) => {
+              try {
+                this.load(run, await this.store.loadJournal(run.id));
+              } catch (error) {
+                // Claimed but not loaded: nobody else will take it while we live, so we must.
+                this.reloadLater(run.id);
+                this.options.onError(error);
+              }
+            }),
+          );
         }
         if (dead.length > 0) await this.store.removeExecutors(dead);
         const next = await this.store.nextWakeAt(this.options.recoverAllVersions ? null : this.options.appVersion);

@@ -14,6 +14,7 @@ import type {
   WorkflowContext,
 } from "./context.js";
 import { runAttempts, type AttemptHost } from "./attempts.js";
+import { isTransientStoreError } from "../store/transient.js";
 import { errorFromText, errorText, fromStored, toStored } from "./values.js";
 
 /** What an execution needs from the executor that loaded it. */
@@ -48,6 +49,9 @@ export interface OperationSpec<T> {
   onRecorded?: (value: T, seq: number, live: boolean) => void;
 }
 
+
+/** How often a run waiting on a child that is not its own (a fork's inherited child) looks again. */
+const FOREIGN_CHILD_POLL_MS = 2_000;
 
 /** A promise that never settles: what a stopped run's pending operations return. */
 const never = <T>(): Promise<T> => new Promise<T>(() => undefined);
@@ -198,6 +202,8 @@ export class RunExecution implements WorkflowContext {
       } catch (error) {
         if (error instanceof FencedError) return this.lostNever();
         if (this.stopped) return never();
+        // The database failed (not the user's code or SQL): reload and try again, record nothing.
+        if (isTransientStoreError(error)) return this.storeFailed(error);
         // The user's writes were rolled back; the failure itself is recorded so replay rethrows it.
         const step = this.record(seq, name, "transaction", startedAt, { error }, 1);
         if (!(await this.write([{ type: "step", step }]))) return never();
@@ -274,7 +280,7 @@ export class RunExecution implements WorkflowContext {
       return this.waitFor(seq, { wakeAt: result.deadline, topic, childRunId: null });
     } catch (error) {
       if (error instanceof FencedError) return this.lostNever();
-      throw error;
+      return this.storeFailed(error);
     } finally {
       this.settleActive();
     }
@@ -313,6 +319,15 @@ export class RunExecution implements WorkflowContext {
     } else {
       if (!this.live()) return never();
       childId = options.id ?? `${this.runId}:${seq}`;
+      if (options.id !== undefined) {
+        // A chosen id must be new (or this run's own child from before a crash): a child's end wakes
+        // only its parent, so adopting someone else's run would wait forever.
+        const existing = await this.store.getRun(options.id);
+        if (existing !== undefined && existing.parentId !== this.runId) {
+          throw new InvalidSpecError("id", options.id, "a run with this id already exists and is not a child of this run; choose a new id");
+        }
+        if (this.stopped) return never();
+      }
       const now = this.clock.now();
       const own = options.timeoutMs === undefined ? null : now + options.timeoutMs;
       const inherited = this.run.deadlineAt;
@@ -454,7 +469,12 @@ export class RunExecution implements WorkflowContext {
     if (!this.live()) return never();
     this.active++;
     try {
-      const child = await this.store.getRun(childId);
+      let child: RunRow | undefined;
+      try {
+        child = await this.store.getRun(childId);
+      } catch (error) {
+        return this.storeFailed(error);
+      }
       if (child === undefined) throw new RunNotFoundError(childId);
       if (child.status === "succeeded" || child.status === "failed" || child.status === "cancelled") {
         const now = this.clock.now();
@@ -463,7 +483,10 @@ export class RunExecution implements WorkflowContext {
         if (!(await this.write([{ type: "step", step }]))) return never();
         return this.replay({ ...toRow(step), output: child.output }) as Output;
       }
-      return this.waitFor(seq, { wakeAt: null, topic: null, childRunId: childId });
+      // A fork waits on its original's children: their end wakes the original, not the fork, so the
+      // fork looks again every few seconds instead.
+      const wakeAt = child.parentId === this.runId ? null : this.clock.now() + FOREIGN_CHILD_POLL_MS;
+      return this.waitFor(seq, { wakeAt, topic: null, childRunId: childId });
     } finally {
       this.settleActive();
     }
@@ -589,6 +612,16 @@ export class RunExecution implements WorkflowContext {
       }
       return false;
     }
+  }
+
+  /** A store call failed under this run: let the executor load it again later; nothing is recorded. */
+  private storeFailed<T>(error: unknown): Promise<T> {
+    if (!this.stopped) {
+      this.stopped = true;
+      this.stopSignal.abort(error);
+      this.host.released(this.runId, "store-error", error);
+    }
+    return never();
   }
 
   private lostNever<T>(): Promise<T> {

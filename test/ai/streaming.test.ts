@@ -59,6 +59,22 @@ describe.each(BACKENDS)("durable streams on $name", (backend) => {
     expect(calls.rows.map((r) => [Number(r.streamed), r.finish_reason])).toEqual([[1, "stop"]]);
   });
 
+  it("survives a reader that stops reading before the record commits", async () => {
+    llm = await startMockLlm({ script: { rules: [{ reply: { content: STORY } }] } });
+    const cairn = env.cairn(await env.database());
+    const provider = createOpenAICompatible({ name: "mock", baseURL: llm.url });
+    const wf = cairn.workflow("impatient", async (ctx) => {
+      let first = "";
+      for await (const delta of streamText({ model: ctx.model(provider.chatModel("mock-1")), prompt: "Tell a story" }).textStream) {
+        first = delta;
+        break;
+      }
+      return ctx.step("after", () => first.length > 0);
+    });
+    await cairn.launch();
+    expect(await (await wf.start(undefined)).result()).toBe(true);
+  });
+
   it("rebuilds a stream cut short by a crash from the record", async () => {
     llm = await startMockLlm({ script: { rules: [{ reply: { content: STORY } }] } });
     const db = await env.database();

@@ -31,6 +31,43 @@ describe.each(BACKENDS)("run lifecycle on $name", (backend) => {
     expect(await cairn.resume("fragile")).toBe(false);
   });
 
+  it("resumes a run whose failing step finished after a sibling in Promise.all", async () => {
+    const db = await env.database();
+    const cairn = env.cairn(db);
+    let broken = true;
+    let attempts = 0;
+    const wf = cairn.workflow("fanout-fail", async (ctx) =>
+      Promise.all([
+        ctx.step("slow-fails", async () => {
+          attempts++;
+          await new Promise((resolve) => setTimeout(resolve, 30));
+          if (broken) throw new Error("service down");
+          return "a";
+        }),
+        ctx.step("fast-ok", () => "b"),
+      ]),
+    );
+    await cairn.launch();
+    const run = await wf.start(undefined, { id: "fanout-fail" });
+    await expect(run.result()).rejects.toThrow("service down");
+    broken = false;
+    await run.resume();
+    expect(await run.result()).toEqual(["a", "b"]);
+    expect(attempts).toBe(2);
+  });
+
+  it("refuses a child id that belongs to another run", async () => {
+    const cairn = env.cairn(await env.database());
+    const leaf = cairn.workflow("leaf", async () => "leaf");
+    const stranger = await leaf.start(undefined, { id: "taken" });
+    await cairn.launch();
+    await stranger.result();
+    const adopter = cairn.workflow("adopter", async (ctx) => (await ctx.child(leaf, undefined, { id: "taken" })).result());
+    const error = await (await adopter.start(undefined)).result().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidSpecError);
+    expect((error as Error).message).toContain('id: "taken"');
+  });
+
   it("resumes a cancelled run", async () => {
     const db = await env.database();
     const cairn = env.cairn(db);

@@ -35,6 +35,25 @@ describe.each(BACKENDS)("storage semantics on $name", (backend) => {
     ]);
   });
 
+  it("keeps a transaction usable after a statement the body catches, on both backends", async () => {
+    const cairn = env.cairn(await env.database());
+    const wf = cairn.workflow("upsert", async (ctx) => {
+      await ctx.transaction("create", (sql) => sql.execute("CREATE TABLE IF NOT EXISTS counters (id TEXT PRIMARY KEY, n INTEGER)"));
+      await ctx.transaction("seed", (sql) => sql.execute("INSERT INTO counters (id, n) VALUES ('a', 1)"));
+      return ctx.transaction("bump", async (sql) => {
+        try {
+          await sql.execute("INSERT INTO counters (id, n) VALUES ('a', 1)");
+        } catch {
+          await sql.execute("UPDATE counters SET n = n + 1 WHERE id = 'a'");
+        }
+        const rows = await sql.query<{ n: number }>("SELECT n FROM counters WHERE id = 'a'");
+        return Number(rows[0]!.n);
+      });
+    });
+    await cairn.launch();
+    expect(await (await wf.start(undefined)).result()).toBe(2);
+  });
+
   it("stores a value that many steps return once (content addressing)", async () => {
     const db = await env.database();
     const cairn = env.cairn(db);

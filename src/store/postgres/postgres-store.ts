@@ -513,13 +513,29 @@ function stepOnly(batch: PendingCommit[]): { fence: Fence; steps: StepRecord[] }
   return commits;
 }
 
+/**
+ * The user's SQL inside a transactional step. Each statement runs under a savepoint, so a failed
+ * statement the body catches leaves the transaction usable — as it does on SQLite — instead of
+ * aborting it (PostgreSQL's default).
+ */
 function sqlClient(client: PoolClient): SqlClient {
+  async function run(text: string, params: unknown[]): Promise<pg.QueryResult> {
+    await client.query("SAVEPOINT cairn_statement");
+    try {
+      const result = await client.query(text, params);
+      await client.query("RELEASE SAVEPOINT cairn_statement");
+      return result;
+    } catch (error) {
+      await client.query("ROLLBACK TO SAVEPOINT cairn_statement");
+      throw error;
+    }
+  }
   return {
     async query<Row = Record<string, unknown>>(text: string, params: unknown[] = []): Promise<Row[]> {
-      return (await client.query(text, params)).rows as Row[];
+      return (await run(text, params)).rows as Row[];
     },
     async execute(text: string, params: unknown[] = []): Promise<{ rowCount: number }> {
-      return { rowCount: (await client.query(text, params)).rowCount ?? 0 };
+      return { rowCount: (await run(text, params)).rowCount ?? 0 };
     },
   };
 }

@@ -387,12 +387,14 @@ export class PostgresWrites {
       values: [at, runId],
     });
     if ((changed.rowCount ?? 0) === 0) return false;
-    // The failed steps that ended the run are dropped so they run again; failures the workflow
-    // caught and moved past (a later step succeeded) stay part of its history.
+    // The failed steps that ended the run are dropped so they run again: those after the last
+    // success by seq or by time (a Promise.all whose failing step finished after its siblings).
+    // Failures the workflow caught and moved past (a later step succeeded) stay in its history.
     await db.query({
       name: "cairn_resume_steps",
       text: `DELETE FROM cairn_steps WHERE run_id = $1 AND status = 'failed'
-             AND seq > COALESCE((SELECT MAX(seq) FROM cairn_steps WHERE run_id = $1 AND status = 'succeeded'), -1)`,
+             AND (seq > COALESCE((SELECT MAX(seq) FROM cairn_steps WHERE run_id = $1 AND status = 'succeeded'), -1)
+               OR finished_at >= COALESCE((SELECT MAX(finished_at) FROM cairn_steps WHERE run_id = $1 AND status = 'succeeded'), -1))`,
       values: [runId],
     });
     // Descendants cancelled along with it come back too.
