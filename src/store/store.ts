@@ -249,7 +249,8 @@ export interface Store {
   cancelRun(runId: string, error: string, at: number): Promise<string[]>;
   /**
    * Puts a cancelled or failed run (and its cancelled descendants) back in the queue, dropping the
-   * trailing failed steps that ended it. Returns false if the run is not cancelled or failed.
+   * trailing failed steps that ended it and its deadline (a run that timed out would otherwise fail
+   * again at once). Returns false if the run is not cancelled or failed.
    */
   resumeRun(runId: string, at: number): Promise<boolean>;
   /** Creates a new run with the journal of `runId` below `fromSeq`. */

@@ -70,5 +70,10 @@ describe.each(BACKENDS)("durable timers on $name", (backend) => {
     const error = await run.result().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TimeoutError);
     expect((error as Error).message).toContain("deadline");
+    // Resumed, it runs without the deadline that ended it, and finishes its sleep.
+    await run.resume();
+    await eventually(async () => (await run.status()).status === "waiting");
+    clock.advance(10_000);
+    expect(await run.result()).toBe("late");
   });
 });

@@ -194,7 +194,7 @@ export class SqliteWrites {
   resume(runId: string, at: number): boolean {
     const changed = this.db
       .prepare(
-        `UPDATE cairn_runs SET status = 'enqueued', error = NULL, output = NULL, output_hash = NULL, finished_at = NULL,
+        `UPDATE cairn_runs SET status = 'enqueued', error = NULL, output = NULL, output_hash = NULL, finished_at = NULL, deadline_at = NULL,
            executor_id = NULL, wake_at = NULL, updated_at = ? WHERE id = ? AND status IN ('failed', 'cancelled')`,
       )
       .run(at, runId).changes;
