@@ -157,7 +157,11 @@ export class PostgresStore implements Store {
         const steps = stepOnly(batch);
         const single = steps?.length === 1 && steps[0]!.steps.length === 1 && steps[0]!.steps[0]!.output?.hash == null ? steps[0]! : null;
         const finish = finishOnly(batch);
-        if (finish !== null) {
+        const newRun = runOnly(batch);
+        if (newRun !== null) {
+          // A run's row (and its input's payload) is one statement: it needs no transaction.
+          await this.onWriter((writer) => this.writes.apply(writer, newRun));
+        } else if (finish !== null) {
           const held = await this.onWriter((writer) => this.writes.finishSingle(writer, finish.fence, finish.op));
           if (!held) outcomes[0] = fenced(finish.fence);
         } else if (single !== null) {
@@ -486,6 +490,15 @@ const RUN_SELECT = `SELECT r.*, COALESCE(r.input, pi.body) AS input_text, COALES
   LEFT JOIN cairn_payloads po ON po.hash = r.output_hash`;
 
 /** The fast path applies when every commit is fenced, writes only steps, and no step repeats. */
+/** A batch that is one unfenced commit of one new run (a top-level start). */
+function runOnly(batch: PendingCommit[]): Extract<WriteOp, { type: "run" }> | null {
+  if (batch.length !== 1) return null;
+  const [pending] = batch;
+  if (pending === undefined || pending.fence !== null || pending.ops.length !== 1) return null;
+  const op = pending.ops[0]!;
+  return op.type === "run" ? op : null;
+}
+
 /** A batch that is one fenced commit of one finish: the common end of a run, written in one statement. */
 function finishOnly(batch: PendingCommit[]): { fence: Fence; op: Extract<WriteOp, { type: "finish" }> } | null {
   if (batch.length !== 1) return null;
