@@ -1,3 +1,4 @@
+import { seededRandom } from "../util/random.js";
 import type { JSONValue } from "ai";
 
 /**
@@ -22,7 +23,7 @@ export interface Turn {
 export const TOOL_NAME = "search_orders";
 
 export function conversation(turns: number, toolEvery: number): Turn[] {
-  const random = mulberry32(0x5eed_ca1d);
+  const random = seededRandom(0x5eed_ca1d);
   const between = (min: number, max: number): number => min + Math.floor(random() * (max - min + 1));
   const words = (length: number): string => {
     let out = "";
@@ -53,14 +54,3 @@ function word(random: () => number, length: number): string {
   return out;
 }
 
-/** A small seeded PRNG: the conversation is the same on every run and machine. */
-function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}

@@ -10,7 +10,7 @@
  * killing, so a task that passes the same point again after recovery goes on.
  */
 
-import { pick, seededRandom, shuffled } from "./random.js";
+import { pick, seededRandom, shuffled } from "../util/random.js";
 import { SUPPORT_TOOLS, type AgentName } from "./workload.js";
 
 /**

@@ -8,6 +8,7 @@
  * that LangGraph skips because its checkpoint holds the result, prints nothing.
  */
 
+import { markerChannel } from "../util/line-markers.js";
 import type { AgentName } from "./workload.js";
 
 export type Marker =
@@ -27,18 +28,7 @@ export type Marker =
   | { e: "worker-done"; t: number }
   | { e: "error"; message: string };
 
-const PREFIX = "@cairn-experiment ";
+const channel = markerChannel<Marker>("@cairn-experiment ");
 
-export function formatMarker(marker: Marker): string {
-  return `${PREFIX}${JSON.stringify(marker)}`;
-}
-
-/** The marker on a line of worker output, or undefined for any other line. */
-export function parseMarker(line: string): Marker | undefined {
-  if (!line.startsWith(PREFIX)) return undefined;
-  try {
-    return JSON.parse(line.slice(PREFIX.length)) as Marker;
-  } catch {
-    return undefined;
-  }
-}
+export const formatMarker = channel.format;
+export const parseMarker = channel.parse;

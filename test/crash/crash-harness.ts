@@ -196,17 +196,7 @@ export function tally(entries: LedgerEntry[], kind: LedgerEntry["kind"]): Map<st
   return counts;
 }
 
-/** A small seeded PRNG (mulberry32): the same seed kills at the same points of the output. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { seededRandom } from "../../src/util/random.js";
 
 async function within<T>(promise: Promise<T>, timeoutMs: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;

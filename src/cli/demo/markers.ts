@@ -3,6 +3,8 @@
  * a worker prints is told apart. Stdout is a pipe, and pipes are written synchronously on Linux and
  * macOS, so a marker written before a SIGKILL has reached the demo.
  */
+import { markerChannel } from "../../util/line-markers.js";
+
 export type Marker =
   /** The payment service answered the refund tool; the tool's result is not checkpointed yet. */
   | {
@@ -22,18 +24,7 @@ export type Marker =
   | { event: "done"; failed: { runId: string; message: string }[] }
   | { event: "error"; message: string };
 
-const PREFIX = "@cairn-demo ";
+const channel = markerChannel<Marker>("@cairn-demo ");
 
-export function formatMarker(marker: Marker): string {
-  return `${PREFIX}${JSON.stringify(marker)}`;
-}
-
-/** The marker on a line of worker output, or undefined for any other line. */
-export function parseMarker(line: string): Marker | undefined {
-  if (!line.startsWith(PREFIX)) return undefined;
-  try {
-    return JSON.parse(line.slice(PREFIX.length)) as Marker;
-  } catch {
-    return undefined;
-  }
-}
+export const formatMarker = channel.format;
+export const parseMarker = channel.parse;

@@ -166,6 +166,19 @@ export class PostgresWrites {
    */
   async stepSingle(db: Pool | Db, fence: Fence, step: StepRecord): Promise<boolean> {
     const [output] = splitStored(step.output);
+    const values = [
+      step.runId,
+      step.seq,
+      step.name,
+      step.kind,
+      step.status,
+      output,
+      step.error,
+      step.startedAt,
+      step.finishedAt,
+      step.attempts,
+      fence.executorId,
+    ];
     if (step.kind !== "recv") {
       // Only a receive leaves a pending row to complete; any other step's seq is new, so this is a
       // plain insert, fenced by the run row it reads (a second write at a seq is a bug, and fails).
@@ -175,19 +188,7 @@ export class PostgresWrites {
                  finished_at, attempts)
                SELECT $1, $2, $3, $4, $5, $6, NULL, $7, $8, $9, $10 FROM cairn_runs
                WHERE id = $1 AND executor_id = $11 AND status = 'running' FOR SHARE`,
-        values: [
-          step.runId,
-          step.seq,
-          step.name,
-          step.kind,
-          step.status,
-          output,
-          step.error,
-          step.startedAt,
-          step.finishedAt,
-          step.attempts,
-          fence.executorId,
-        ],
+        values,
       });
       return inserted.rowCount === 1;
     }
@@ -204,19 +205,7 @@ export class PostgresWrites {
                  attempts = excluded.attempts
                WHERE cairn_steps.status = 'pending')
            SELECT count(*)::int AS held FROM f`,
-      values: [
-        step.runId,
-        step.seq,
-        step.name,
-        step.kind,
-        step.status,
-        output,
-        step.error,
-        step.startedAt,
-        step.finishedAt,
-        step.attempts,
-        fence.executorId,
-      ],
+      values,
     });
     return result.rows[0]?.held === 1;
   }

@@ -1,4 +1,4 @@
-/** A small seeded PRNG (mulberry32): the same seed draws the same fault schedule on every machine. */
+/** A small seeded PRNG (mulberry32): the same seed draws the same sequence on every machine. */
 export function seededRandom(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
