@@ -6,7 +6,7 @@ import { systemClock, type Clock } from "./clock.js";
 import type { WorkflowContext } from "./context.js";
 import { Executor } from "./executor.js";
 import { RunHandle } from "./run-handle.js";
-import type { WorkflowFunction } from "./run-execution.js";
+import { DEFAULT_REPLAY_STALL_MS, type WorkflowFunction } from "./run-execution.js";
 import { errorText, fromStored, toStored } from "./values.js";
 import { Workflow, type WorkflowHost, type WorkflowOptions } from "./workflow.js";
 
@@ -34,6 +34,11 @@ export interface CairnOptions {
   onError?: (error: unknown) => void;
   /** Use this store instead of opening `database`. */
   store?: Store;
+  /**
+   * How long replay waits for the workflow to call the operation whose recorded outcome comes next
+   * before it fails the run with a NonDeterminismError (docs/replay.md). Default 30_000.
+   */
+  replayStallMs?: number;
 }
 
 export interface ForkOptions {
@@ -81,6 +86,7 @@ export class CairnRuntime implements WorkflowHost {
       leaseMs,
       pollIntervalMs,
       maxConcurrentRuns: options.maxConcurrentRuns ?? 1000,
+      replayStallMs: positiveMs("replayStallMs", options.replayStallMs ?? DEFAULT_REPLAY_STALL_MS),
       onError: options.onError ?? ((error) => console.error("[cairn]", error)),
     });
   }
@@ -301,4 +307,9 @@ export class CairnRuntime implements WorkflowHost {
     this.migrated ??= this.storeInstance.migrate();
     return this.migrated;
   }
+}
+
+function positiveMs(field: string, value: number): number {
+  if (!Number.isFinite(value) || value <= 0) throw new InvalidSpecError(field, value, "must be a number of milliseconds > 0");
+  return value;
 }
