@@ -20,9 +20,13 @@ interface Overrun {
  * request, or the model call itself), never from the budget's current state.
  */
 export async function askForMoreIfSpent(run: DurableRun, scopeId: string): Promise<void> {
+  // Which check this is (the run's n-th model call asks here): a request is recorded under it, so
+  // replay finds the request made before this model call, not one made before another.
+  const check = `check-${nextCheck(run)}`;
   for (;;) {
-    const next = run.peek();
-    if (next !== undefined && next.name !== "request-approval:budget") return;
+    // Replaying past this point without a request on record: live, the run did not ask here.
+    const next = run.peek("step", "request-approval:budget", check);
+    if (next === undefined && run.replayingHere) return;
     let overrun: Overrun | undefined;
     if (next === undefined) {
       const error = exceeded(await scopeChain(run, scopeId), run.clock.now(), run.runId);
@@ -31,6 +35,7 @@ export async function askForMoreIfSpent(run: DurableRun, scopeId: string): Promi
     }
     const requestSeq = await requestApproval(run, {
       stepName: "request-approval:budget",
+      fingerprint: check,
       toolName: overrun?.budget ?? "budget",
       toolCallId: (seq) => `budget:${seq}`,
       input: overrun === undefined ? null : { budget: overrun.budget, limit: overrun.limit, spent: overrun.spent, scope: overrun.scopeRunId },
@@ -60,4 +65,12 @@ export async function askForMoreIfSpent(run: DurableRun, scopeId: string): Promi
       alsoWrite: () => (raise === undefined ? [] : [extendOp(...raise)]),
     });
   }
+}
+
+const checks = new WeakMap<DurableRun, number>();
+
+function nextCheck(run: DurableRun): number {
+  const n = checks.get(run) ?? 0;
+  checks.set(run, n + 1);
+  return n;
 }

@@ -4,6 +4,7 @@ import type { DurableRun } from "../engine/durable-run.js";
 import type { WorkflowContext } from "../engine/context.js";
 import { encodeValue } from "../store/codec.js";
 import type { WriteOp } from "../store/store.js";
+import { fingerprintOf } from "../engine/fingerprint.js";
 import { agentState } from "./agent-state.js";
 import { IDEMPOTENCY_KEY } from "./idempotency.js";
 
@@ -129,6 +130,7 @@ function recordTool(
   return run.operation({
     kind: "tool",
     name,
+    fingerprint: fingerprintOf(input),
     execute: ({ idempotencyKey, signal }) => execute(idempotencyKey, signal),
     alsoWrite: (outcome, seq): WriteOp[] => [
       {
@@ -161,7 +163,15 @@ function recordTool(
  */
 export async function requestApproval(
   run: DurableRun,
-  request: { stepName: string; toolName: string; toolCallId: (seq: number) => string; input: unknown; kind: "tool" | "budget" },
+  request: {
+    stepName: string;
+    /** Tells apart requests of the same name (a budget check's place among the model calls). */
+    fingerprint?: string;
+    toolName: string;
+    toolCallId: (seq: number) => string;
+    input: unknown;
+    kind: "tool" | "budget";
+  },
 ): Promise<number> {
   const { toolName: name, input, kind } = request;
   const row = (seq: number): WriteOp => ({
@@ -183,10 +193,11 @@ export async function requestApproval(
   const seq = await run.operation({
     kind: "step",
     name: request.stepName,
+    ...(request.fingerprint === undefined ? {} : { fingerprint: request.fingerprint }),
     execute: ({ seq }) => ((live = true), seq),
     alsoWrite: (_outcome, seq) => [row(seq)],
   });
-  const decided = run.peek();
+  const decided = run.peek("recv", approvalTopic(seq));
   if (!live && (decided === undefined || decided.status === "pending")) await run.store.commit(null, [row(seq)]);
   return seq;
 }

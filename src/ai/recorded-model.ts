@@ -10,6 +10,7 @@ import { BudgetExceededError } from "../errors.js";
 import type { DurableRun } from "../engine/durable-run.js";
 import type { StepOptions } from "../engine/context.js";
 import type { WriteOp } from "../store/store.js";
+import { fingerprintOf } from "../engine/fingerprint.js";
 import { agentState, type AgentRunState } from "./agent-state.js";
 import { chargeOp, exceeded, scopeChain } from "./budget.js";
 import { askForMoreIfSpent } from "./budget-approval.js";
@@ -107,6 +108,7 @@ export function recordedModel(run: DurableRun, model: LanguageModelV3, options: 
         const call = run.operation<LanguageModelV3GenerateResult & { latencyMs?: number }>({
           kind: "model",
           name,
+          fingerprint: promptFingerprint(params),
           options: stepOptions(() => false),
           execute: async ({ signal }) => {
             chain = await admit();
@@ -135,6 +137,7 @@ export function recordedModel(run: DurableRun, model: LanguageModelV3, options: 
         const recorded = run.operation<RecordedStream>({
           kind: "model",
           name,
+          fingerprint: promptFingerprint(params),
           options: stepOptions(() => delivered),
           execute: async ({ signal, seq }) => {
             live = true;
@@ -228,4 +231,13 @@ function keepable(result: LanguageModelV3GenerateResult): LanguageModelV3Generat
   void _body;
   void _headers;
   return { ...rest, response: meta };
+}
+
+/**
+ * What a model call is asked, in 16 hex digits: recorded with the call and compared on replay, so a
+ * prompt that changed (or a call that took another branch's record) fails loudly instead of
+ * returning another call's answer.
+ */
+function promptFingerprint(params: LanguageModelV3CallOptions): string {
+  return fingerprintOf(params.prompt);
 }

@@ -1,5 +1,5 @@
 import { CairnError } from "../errors.js";
-import type { Fence, RunRow, StepRow, Store } from "../store/store.js";
+import type { Fence, RunRow, StepKind, StepRow, Store } from "../store/store.js";
 import type { Clock } from "./clock.js";
 import type { WorkflowContext } from "./context.js";
 import { RunExecution, type OperationSpec } from "./run-execution.js";
@@ -11,7 +11,10 @@ import { RunExecution, type OperationSpec } from "./run-execution.js";
  */
 export interface DurableRun extends WorkflowContext {
   operation<T>(spec: OperationSpec<T>): Promise<T>;
-  peek(): StepRow | undefined;
+  peek(kind: StepKind, name: string, fingerprint?: string): StepRow | undefined;
+  readonly isReplaying: boolean;
+  /** Whether the caller's scope still has recorded operations to replay: the run went past here before. */
+  readonly replayingHere: boolean;
   readonly info: Readonly<RunRow>;
   /** This executor's claim on the run: a commit under it fails once another executor took the run over. */
   readonly fence: Fence;

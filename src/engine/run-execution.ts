@@ -17,7 +17,7 @@ import { runAttempts, type AttemptHost } from "./attempts.js";
 import { isTransientStoreError } from "../store/transient.js";
 import { errorFromText, errorText, fromStored, toStored } from "./values.js";
 import { CompletionOrder } from "./completion-order.js";
-import { ReplayJournal, operationScopes, pathAt, type OperationScope } from "./replay-journal.js";
+import { ReplayJournal, operationBase, operationScopes, storedPath, topScope, type OperationScope } from "./replay-journal.js";
 
 /** What an execution needs from the executor that loaded it. */
 export interface ExecutionHost {
@@ -70,8 +70,17 @@ export const DEFAULT_REPLAY_STALL_MS = 30_000;
 /** A journal lookup's answer for one call: its seq and path, and the record if there is one. */
 interface Began {
   seq: number;
-  path: string;
+  /** This operation's identity (see replay-journal.ts): the scope of whatever it calls. */
+  identity: string;
+  /** Its `path` column. */
+  path: string | null;
+  /** Its idempotency key: `runId:seq` at the workflow's top, `<enclosing key>/<kind>:<name>#<n>` inside a step. */
+  key: string;
   row: StepRow | undefined;
+  /** Called inside another operation (a step's function), which keeps the run loaded meanwhile. */
+  nested: boolean;
+  /** For a call without a record during replay: resolves when it may go ahead (ReplayJournal.clearance). */
+  clearance: Promise<void> | null;
 }
 
 /** A promise that never settles: what a stopped run's pending operations return. */
@@ -89,8 +98,11 @@ export class RunExecution implements WorkflowContext {
   private readonly journal: ReplayJournal;
   /** The order outcomes are handed to the workflow in, live and on replay. */
   private readonly order: CompletionOrder;
-  private readonly topScope: OperationScope = { owner: this, path: null, next: 0 };
+  private readonly topScope: OperationScope;
   private active = 0;
+  /** Calls made during replay that the journal has no record of (for a divergence's message). */
+  private readonly unrecordedCalls: string[] = [];
+  private waitingForClearance = 0;
   private readonly waits = new Map<number, Wait>();
   private stopped = false;
   private suspendCheckScheduled = false;
@@ -110,6 +122,7 @@ export class RunExecution implements WorkflowContext {
     this.workflowName = run.workflow;
     this.fence = { runId: run.id, executorId: host.executorId };
     this.attemptHost = { runId: run.id, clock: host.clock, stopSignal: this.stopSignal.signal, stopped: () => this.stopped };
+    this.topScope = topScope(this, run.id);
     this.journal = new ReplayJournal(journal);
     this.order = new CompletionOrder(this.journal.replayOrdinals, this.journal.highestOrdinal, replayStallMs, (ordinal) =>
       this.stalled(ordinal),
@@ -130,17 +143,26 @@ export class RunExecution implements WorkflowContext {
   }
 
   /**
-   * The journal's record for the next operation called from here (this scope's next position), if
-   * any: lets a layer above tell replay from live.
+   * The journal's record for the next operation of this kind and name called from here, if any:
+   * lets a layer above tell replay from live without taking the record.
    */
-  peek(): StepRow | undefined {
+  peek(kind: StepKind, name: string, fingerprint?: string): StepRow | undefined {
     const scope = this.scope();
-    return this.journal.find(pathAt(scope, scope.next));
+    const occurrence = scope.calls.get(operationBase(scope.identity, kind, name, fingerprint)) ?? 0;
+    return this.journal.look(scope.identity, kind, name, fingerprint, occurrence);
   }
 
-  /** True while recorded outcomes remain to be handed to the workflow (see WorkflowContext). */
+  /**
+   * True while recorded operations remain to be asked for, or their outcomes to be handed to the
+   * workflow (see WorkflowContext).
+   */
   get isReplaying(): boolean {
-    return this.order.replaying();
+    return this.order.replaying() || this.journal.replaying();
+  }
+
+  /** Whether the caller's own scope still has recorded operations to replay: it ran past here before. */
+  get replayingHere(): boolean {
+    return this.journal.replayingIn(this.scope().identity);
   }
 
   /** Runs the workflow to its end (or until it unloads) and records the outcome. */
@@ -180,22 +202,21 @@ export class RunExecution implements WorkflowContext {
     const { kind, name, execute, options = {} } = spec;
     const began = this.begin(name, kind, spec.fingerprint);
     if (began === null) return never();
-    const { seq, path, row } = began;
+    const { seq, row } = began;
     if (row !== undefined) {
       const value = (await this.replayed(row)) as T;
       spec.onRecorded?.(value, seq, false);
       return value;
     }
     validateStepOptions(options);
-    if (!this.live()) return never();
+    if (!(await this.cleared(began))) return never();
     this.active++;
     try {
       const startedAt = this.clock.now();
       // The function runs in a scope of its own: durable operations it calls are journaled inside it.
-      const scope: OperationScope = { owner: this, path, next: 0 };
-      const key = `${this.runId}:${path}`;
+      const scope: OperationScope = { owner: this, identity: began.identity, key: began.key, calls: new Map() };
       const outcome = await operationScopes.run(scope, () =>
-        runAttempts(this.attemptHost, name, seq, execute, options, key),
+        runAttempts(this.attemptHost, name, seq, execute, options, began.key),
       );
       if (this.stopped) return never();
       let failed = !outcome.ok;
@@ -229,11 +250,11 @@ export class RunExecution implements WorkflowContext {
     if (began === null) return never();
     const { seq, row } = began;
     if (row !== undefined) return (await this.replayed(row)) as T;
-    if (!this.live()) return never();
+    if (!(await this.cleared(began))) return never();
     this.active++;
     const startedAt = this.clock.now();
     // Its SQL commits with this step's checkpoint: an operation journaled inside would commit apart.
-    const scope: OperationScope = { owner: this, path: began.path, next: 0, refuse: "ctx.transaction" };
+    const scope: OperationScope = { owner: this, identity: began.identity, key: began.key, calls: new Map(), refuse: "ctx.transaction" };
     let reserved: number | null = null;
     try {
       let value: T | undefined;
@@ -295,7 +316,7 @@ export class RunExecution implements WorkflowContext {
       await this.replayed(row);
       return;
     }
-    if (!this.live()) return never();
+    if (!(await this.cleared(began))) return never();
     const now = this.clock.now();
     const message: WriteOp = {
       type: "message",
@@ -311,6 +332,7 @@ export class RunExecution implements WorkflowContext {
   }
 
   async recv<T = unknown>(topic: string, options: RecvOptions = {}): Promise<T | undefined> {
+    this.refuseNestedWait("ctx.recv", topic);
     const began = this.begin(topic, "recv");
     if (began === null) return never();
     const { seq, row } = began;
@@ -318,15 +340,14 @@ export class RunExecution implements WorkflowContext {
     if (options.timeoutMs !== undefined && (!Number.isFinite(options.timeoutMs) || options.timeoutMs < 0)) {
       throw new InvalidSpecError("timeoutMs", options.timeoutMs, `ctx.recv("${topic}") needs a finite timeout ≥ 0`);
     }
-    if (!this.live()) return never();
+    if (!(await this.cleared(began))) return never();
     const now = this.clock.now();
     const deadline =
       row !== undefined ? (JSON.parse(row.output ?? "null") as number | null) : options.timeoutMs === undefined ? null : now + options.timeoutMs;
     this.active++;
     const completion = this.order.reserve();
     try {
-      const path = storedPath(began);
-      const result = await this.store.receive(this.fence, { runId: this.runId, seq, name: topic, topic, now, deadline, path, completion });
+      const result = await this.store.receive(this.fence, { runId: this.runId, seq, name: topic, topic, now, deadline, path: began.path, completion });
       if (result.status === "waiting") {
         this.order.release(completion);
         return this.waitFor(seq, { wakeAt: result.deadline, topic, childRunId: null });
@@ -350,7 +371,7 @@ export class RunExecution implements WorkflowContext {
       await this.replayed(row);
       return;
     }
-    if (!this.live()) return never();
+    if (!(await this.cleared(began))) return never();
     const now = this.clock.now();
     const stored = toStored(value, this.where(seq, key));
     const step = this.record(began, key, "event", now, { output: null }, 1);
@@ -374,7 +395,7 @@ export class RunExecution implements WorkflowContext {
     if (row !== undefined) {
       childId = (await this.replayed(row)) as string;
     } else {
-      if (!this.live()) return never();
+      if (!(await this.cleared(began))) return never();
       childId = options.id ?? `${this.runId}:${seq}`;
       if (options.id !== undefined) {
         // A chosen id must be new (or this run's own child from before a crash): a child's end wakes
@@ -420,9 +441,9 @@ export class RunExecution implements WorkflowContext {
 
   async patched(name: string): Promise<boolean> {
     if (this.stopped) return never();
-    const scope = this.scope();
-    const row = this.journal.find(pathAt(scope, scope.next));
-    if (row !== undefined && (row.kind !== "patch" || row.name !== name)) return false; // recorded under the old code
+    // A run replaying code from before the patch has no record of it here: it went past this point
+    // under the old code, and keeps the old path (taking no identity, so nothing after it shifts).
+    if (this.peek("patch", name) === undefined && this.replayingHere) return false;
     const began = this.begin(name, "patch");
     if (began === null) return never();
     if (began.row !== undefined) {
@@ -459,20 +480,62 @@ export class RunExecution implements WorkflowContext {
           "together with the step's own record, so nothing inside it can be journaled apart; call it before or after",
       );
     }
-    const path = pathAt(scope, scope.next++);
-    const row = this.journal.find(path);
-    if (row === undefined) return { seq: this.journal.newSeq(), path, row };
-    const fingerprintDiffers = fingerprint !== undefined && row.fingerprint !== null && row.fingerprint !== fingerprint;
-    if (row.name !== name || row.kind !== kind || fingerprintDiffers) {
-      const recorded = `${row.kind} "${row.name}"${row.fingerprint === null ? "" : ` (fingerprint ${row.fingerprint})`}`;
-      const called = `${kind} "${name}"${fingerprint === undefined ? "" : ` (fingerprint ${fingerprint})`}`;
+    const base = operationBase(scope.identity, kind, name, fingerprint);
+    const occurrence = scope.calls.get(base) ?? 0;
+    scope.calls.set(base, occurrence + 1);
+    const row = this.journal.take(scope.identity, kind, name, fingerprint, occurrence);
+    const nested = scope !== this.topScope;
+    const seq = row?.seq ?? this.journal.newSeq();
+    const began: Began = {
+      seq,
+      identity: `${base}#${occurrence}`,
+      path: storedPath(scope.identity, occurrence),
+      key: nested ? `${scope.key}/${kind}:${name}#${occurrence}` : `${this.runId}:${seq}`,
+      row,
+      nested,
+      clearance: row === undefined ? this.journal.clearance(scope.identity, kind, name) : null,
+    };
+    if (row !== undefined && fingerprint !== undefined && row.fingerprint !== null && row.fingerprint !== fingerprint) {
       this.diverged(
-        `at seq ${row.seq} (path ${path}): the journal recorded ${recorded} but the code called ${called}`,
+        `at seq ${row.seq}: the journal recorded ${kind} "${name}" with fingerprint ${row.fingerprint} but the code ` +
+          `called it with fingerprint ${fingerprint}`,
         row.seq,
       );
       return null;
     }
-    return { seq: row.seq, path, row };
+    if (row === undefined && this.order.replaying()) this.unrecordedCalls.push(`${kind} "${name}"${fingerprint === undefined ? "" : ` (fingerprint ${fingerprint})`}`);
+    return began;
+  }
+
+  /**
+   * Whether a call without a record may act now: during replay it first waits until no record of
+   * its kind and name is left uncalled (ReplayJournal.clearance), so a divergent call never reaches
+   * the outside world.
+   */
+  private async cleared(began: Began): Promise<boolean> {
+    if (began.clearance !== null) {
+      this.waitingForClearance++;
+      try {
+        await began.clearance;
+      } finally {
+        this.waitingForClearance--;
+      }
+    }
+    return this.live();
+  }
+
+  /**
+   * Refuses a wait that only a message or another run can end inside a step's function: the step
+   * keeps the run loaded, and such waits end by unloading and waking the run.
+   */
+  private refuseNestedWait(what: string, name: string): void {
+    if (this.scope() === this.topScope) return;
+    throw new InvalidSpecError(
+      "operation",
+      `${what} "${name}"`,
+      `${what} cannot wait inside a step's or tool's function (run ${this.runId}): the step keeps the run loaded, and ` +
+        "this wait ends only when the run unloads and is woken; call it from the workflow itself",
+    );
   }
 
   /** The scope the caller runs in: its enclosing operation's, or the workflow's top. */
@@ -503,17 +566,18 @@ export class RunExecution implements WorkflowContext {
   /** Replay waited in vain for the operation whose outcome comes next: the code took another path. */
   private stalled(ordinal: number): void {
     const row = this.journal.byOrdinal(ordinal);
-    const what = row === undefined ? `completion ${ordinal}` : `${row.kind} "${row.name}" at seq ${row.seq} (path ${row.path})`;
+    const what = row === undefined ? `completion ${ordinal}` : `${row.kind} "${row.name}" at seq ${row.seq}`;
+    const instead = this.unrecordedCalls.length === 0 ? "" : `; it called ${this.unrecordedCalls.slice(0, 5).join(", ")}, which the journal has no record of,`;
     this.diverged(
-      `the journal recorded ${what} as the next operation to complete, but replay has not called it ` +
-        "(the code no longer calls it, or calls it only after something that was not recorded)",
+      `: the journal recorded ${what} as the next operation to complete, but replay has not called it${instead} ` +
+        "(the code no longer calls it, calls it differently, or calls it only after something that was not recorded)",
       row?.seq,
     );
   }
 
   private diverged(detail: string, seq: number | undefined): void {
     const error = new NonDeterminismError(
-      `run ${this.runId} (workflow "${this.workflowName}") is not deterministic ${detail}. The workflow code changed ` +
+      `run ${this.runId} (workflow "${this.workflowName}") is not deterministic${detail.startsWith(":") ? "" : " "}${detail}. The workflow code changed ` +
         "under an in-flight run, or branches on something not recorded. Route nondeterminism through ctx, guard code " +
         "changes with ctx.patched(name), then `cairn resume` the run.",
       { runId: this.runId, seq },
@@ -558,7 +622,7 @@ export class RunExecution implements WorkflowContext {
       return;
     }
     if (row !== undefined) return this.sleepTo(began, fromStored(row.output) as number);
-    if (!this.live()) return never();
+    if (!(await this.cleared(began))) return never();
     const wakeAt = wakeTime();
     const now = this.clock.now();
     // The wake-up time is recorded now; when the sleep ends is recorded when it does (see sleepTo).
@@ -574,7 +638,19 @@ export class RunExecution implements WorkflowContext {
 
   /** Ends a recorded sleep whose time has come (recording when), or waits for it durably. */
   private async sleepTo(began: Began, wakeAt: number): Promise<void> {
-    if (this.clock.now() < wakeAt) return this.waitFor(began.seq, { wakeAt, topic: null, childRunId: null });
+    if (this.clock.now() < wakeAt) {
+      if (!began.nested) return this.waitFor(began.seq, { wakeAt, topic: null, childRunId: null });
+      // Inside a step the run stays loaded anyway: sleep in memory (a crash re-runs the step, whose
+      // replay of this sleep then waits only for what remains).
+      this.active++;
+      try {
+        await this.clock.sleep(wakeAt - this.clock.now(), this.stopSignal.signal);
+      } catch {
+        return never();
+      } finally {
+        this.settleActive();
+      }
+    }
     if (!this.live()) return never();
     this.active++;
     try {
@@ -587,11 +663,12 @@ export class RunExecution implements WorkflowContext {
   }
 
   private async childResult<Output>(childId: string): Promise<Output> {
+    this.refuseNestedWait("a child's result()", childId);
     const began = this.begin(childId, "child-result");
     if (began === null) return never();
     const { seq, row } = began;
     if (row !== undefined) return (await this.replayed(row)) as Output;
-    if (!this.live()) return never();
+    if (!(await this.cleared(began))) return never();
     this.active++;
     try {
       let child: RunRow | undefined;
@@ -622,7 +699,7 @@ export class RunExecution implements WorkflowContext {
     if (began === null) return never();
     const { row } = began;
     if (row !== undefined) return (await this.replayed(row)) as T;
-    if (!this.live()) return never();
+    if (!(await this.cleared(began))) return never();
     const value = produce();
     const step = this.record(began, kind, kind, this.clock.now(), { output: toStored(value, "") }, 1);
     this.active++;
@@ -655,7 +732,9 @@ export class RunExecution implements WorkflowContext {
     this.suspendCheckScheduled = true;
     setImmediate(() => {
       this.suspendCheckScheduled = false;
-      if (!this.stopped && this.active === 0 && this.waits.size > 0 && !this.order.busy()) void this.suspend();
+      if (!this.stopped && this.active === 0 && this.waits.size > 0 && !this.order.busy() && this.waitingForClearance === 0) {
+        void this.suspend();
+      }
     });
   }
 
@@ -793,7 +872,7 @@ export class RunExecution implements WorkflowContext {
       startedAt,
       finishedAt: this.clock.now(),
       attempts,
-      path: storedPath(began),
+      path: began.path,
       completion,
       fingerprint: fingerprint ?? null,
     };
@@ -813,16 +892,12 @@ function toRow(step: StepRecord): StepRow {
     ...step,
     output: step.output?.text ?? null,
     outputHash: step.output?.hash ?? null,
-    path: step.path ?? String(step.seq),
+    storedPath: step.path ?? null,
     completion: step.completion ?? null,
     fingerprint: step.fingerprint ?? null,
   };
 }
 
-/** The path as stored: null where it is the seq's own text (most rows), to keep rows small. */
-function storedPath(began: Began): string | null {
-  return began.path === String(began.seq) ? null : began.path;
-}
 
 function validateStepOptions(options: StepOptions): void {
   const { retries, timeoutMs } = options;

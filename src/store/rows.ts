@@ -48,7 +48,7 @@ export function toStepRow(raw: Raw): StepRow {
     startedAt: num(raw.started_at),
     finishedAt: numOrNull(raw.finished_at),
     attempts: num(raw.attempts),
-    path: strOrNull(raw.path) ?? String(num(raw.seq)),
+    storedPath: strOrNull(raw.path),
     completion: numOrNull(raw.completion),
     fingerprint: strOrNull(raw.fingerprint),
   };

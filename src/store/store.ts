@@ -68,10 +68,10 @@ export interface StepRecord {
   finishedAt: number | null;
   attempts: number;
   /**
-   * Where the operation was called, as positions from the workflow's top: `"7"` is the 8th
-   * top-level operation, `"7/2"` the 3rd operation called inside operation 7 (a tool's `execute`).
-   * Null (stored as such) means the path is the seq itself: a top-level operation in a run with no
-   * nesting, and every row written before paths existed.
+   * Where the operation was called: the enclosing operation's identity (empty at the workflow's
+   * top), `#`, and how many operations of the same scope, kind, name and fingerprint came before it
+   * (see src/engine/replay-journal.ts). Null for a top-level first occurrence — most rows — and for
+   * every row written before paths existed.
    */
   path?: string | null;
   /**
@@ -96,8 +96,8 @@ export interface StepRow {
   startedAt: number;
   finishedAt: number | null;
   attempts: number;
-  /** See StepRecord.path; resolved here (the seq's own text where the column is null). */
-  path: string;
+  /** StepRecord.path as stored. */
+  storedPath: string | null;
   completion: number | null;
   fingerprint: string | null;
 }
