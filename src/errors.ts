@@ -151,6 +151,8 @@ export interface ErrorRecord {
   causeValue?: unknown;
   /** The cause is the error this many levels up the cause chain (0: the error itself). */
   causeRef?: number;
+  /** The cause was an enumerable own property (assigned, not given to the constructor). */
+  causeEnumerable?: true;
   /** What was thrown, when it was not an error at all; `name` and `message` then describe it. */
   thrown?: unknown;
 }

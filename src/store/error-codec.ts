@@ -52,7 +52,11 @@ export function errorToRecord(error: Error, context: EncodeContext, path: string
     if (symbols !== undefined) record.symbols = symbols;
     const errors = Object.getOwnPropertyDescriptor(error, "errors");
     if (errors !== undefined && !errors.enumerable && "value" in errors) record.errors = toJson(errors.value, context, `${path}.errors`, depth + 1);
-    if ("cause" in error) causeToRecord(record, error.cause, context, `${path}.cause`, depth + 1);
+    if ("cause" in error) {
+      causeToRecord(record, error.cause, context, `${path}.cause`, depth + 1);
+      // Set by assignment (`this.cause = cause`, as the AI SDK does) rather than by the constructor.
+      if (Object.getOwnPropertyDescriptor(error, "cause")?.enumerable === true) record.causeEnumerable = true;
+    }
     return record;
   } finally {
     context.errors.pop();
@@ -101,9 +105,10 @@ export function errorFromRecord(record: ErrorRecord, errors: Error[]): Error {
     for (const [name, json] of Object.entries(record.props ?? {})) defineData(error, name, fromJson(json as Json, errors));
     symbolsFromJson(error, record.symbols as Json[] | undefined, errors);
     if (record.errors !== undefined) defineData(error, "errors", fromJson(record.errors as Json, errors), false);
-    if (record.cause !== undefined) defineData(error, "cause", errorFromRecord(record.cause, errors), false);
-    else if (record.causeRef !== undefined) defineData(error, "cause", errors[errors.length - 1 - record.causeRef], false);
-    else if ("causeValue" in record) defineData(error, "cause", fromJson(record.causeValue as Json, errors), false);
+    const enumerable = record.causeEnumerable === true;
+    if (record.cause !== undefined) defineData(error, "cause", errorFromRecord(record.cause, errors), enumerable);
+    else if (record.causeRef !== undefined) defineData(error, "cause", errors[errors.length - 1 - record.causeRef], enumerable);
+    else if ("causeValue" in record) defineData(error, "cause", fromJson(record.causeValue as Json, errors), enumerable);
     return error;
   } finally {
     errors.pop();
