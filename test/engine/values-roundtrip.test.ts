@@ -37,7 +37,7 @@ function hostileValues(): Record<string, unknown> {
     negativeZero: -0,
     invalidDate: new Date(NaN),
     date: new Date(Date.UTC(2026, 5, 1)),
-    holes: [1, , 3, , ,], // eslint-disable-line no-sparse-arrays
+    holes: [1, , 3, , ,],
     buffer: Buffer.from("héllo"),
     bytes: new Uint8Array([1, 2, 3]),
     nan: NaN,
