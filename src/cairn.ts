@@ -1,3 +1,4 @@
+import "./ai/sdk-errors.js";
 import { Approvals } from "./ai/approvals.js";
 import { agentBody, validateAgentSpec, type Agent, type AgentSpec } from "./ai/agent.js";
 import { agentContext, type AgentContext } from "./ai/agent-context.js";

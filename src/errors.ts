@@ -125,23 +125,11 @@ export class FencedError extends CairnError {
   override readonly code = "FENCED";
 }
 
-const errorClasses: Record<string, new (message: string, options?: CairnErrorOptions) => CairnError> = {
-  CairnError,
-  TerminalError,
-  RetryableError,
-  CancelledError,
-  TimeoutError,
-  NonDeterminismError,
-  BudgetExceededError,
-  PermissionDeniedError,
-  ApprovalDeniedError,
-  InvalidInputError,
-  UnserializableError,
-  NotACairnDatabaseError,
-  FencedError,
-};
-
-/** The plain shape an error takes in the journal. */
+/**
+ * The shape an error takes in the journal (the `error` columns, and errors inside values). The
+ * first fields are what Cairn 0.1 wrote and what the CLI reads; the rest came later and are
+ * optional, so every record ever written still reads. Values inside are in the codec's tagged JSON.
+ */
 export interface ErrorRecord {
   name: string;
   message: string;
@@ -149,46 +137,24 @@ export interface ErrorRecord {
   stack?: string;
   runId?: string;
   seq?: number;
+  /** The cause, when it is an error. */
   cause?: ErrorRecord;
-}
-
-export function errorToRecord(error: unknown): ErrorRecord {
-  if (error instanceof Error) {
-    const record: ErrorRecord = { name: error.name, message: error.message };
-    const code = (error as { code?: unknown }).code;
-    if (typeof code === "string") record.code = code;
-    if (error.stack !== undefined) record.stack = error.stack;
-    if (error instanceof CairnError) {
-      if (error.runId !== undefined) record.runId = error.runId;
-      if (error.seq !== undefined) record.seq = error.seq;
-    }
-    if (error.cause !== undefined) record.cause = errorToRecord(error.cause);
-    return record;
-  }
-  return { name: "Error", message: typeof error === "string" ? error : preview(error) };
-}
-
-/** Rebuilds an error from the journal with its original class where Cairn knows it. */
-export function errorFromRecord(record: ErrorRecord): Error {
-  const options: CairnErrorOptions = {};
-  if (record.runId !== undefined) options.runId = record.runId;
-  if (record.seq !== undefined) options.seq = record.seq;
-  if (record.cause !== undefined) options.cause = errorFromRecord(record.cause);
-  const known = errorClasses[record.name];
-  let error: Error;
-  if (known !== undefined) {
-    error = new known(record.message, options);
-  } else if (record.name === "InvalidSpecError" || record.name === "RunNotFoundError") {
-    // Their constructors build the message from parts; the record already holds the message.
-    const base = record.name === "InvalidSpecError" ? new InvalidSpecError("", undefined, "") : new RunNotFoundError("");
-    error = Object.assign(base, { message: record.message, runId: options.runId, seq: options.seq });
-  } else {
-    error = new Error(record.message, options.cause === undefined ? undefined : { cause: options.cause });
-    error.name = record.name;
-    if (record.code !== undefined) (error as { code?: string }).code = record.code;
-  }
-  if (record.stack !== undefined) error.stack = record.stack;
-  return error;
+  /** The key of the error's registered class (see `registerErrorClass`); absent in old records. */
+  class?: string;
+  /** Own enumerable fields (`statusCode`, `isRetryable`, ...), by name. */
+  props?: Record<string, unknown>;
+  /** Own enumerable fields keyed by global symbols, as [Symbol.keyFor name, value] pairs. */
+  symbols?: unknown[];
+  /** An AggregateError's `errors`. */
+  errors?: unknown;
+  /** The cause, when it is not an error (a string, an object, undefined). */
+  causeValue?: unknown;
+  /** The cause is the error this many levels up the cause chain (0: the error itself). */
+  causeRef?: number;
+  /** The cause was an enumerable own property (assigned, not given to the constructor). */
+  causeEnumerable?: true;
+  /** What was thrown, when it was not an error at all; `name` and `message` then describe it. */
+  thrown?: unknown;
 }
 
 export function preview(value: unknown, max = 80): string {

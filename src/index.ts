@@ -32,3 +32,4 @@ export {
   UnserializableError,
   type CairnErrorCode,
 } from "./errors.js";
+export { registerErrorClass, type ErrorClass, type ErrorClassOptions } from "./error-registry.js";

@@ -1,3 +1,4 @@
+import "./sdk-errors.js";
 export { idempotencyKey } from "./idempotency.js";
 export type { Agent, AgentInput, AgentOutput, AgentSpec } from "./agent.js";
 export type { AgentContext } from "./agent-context.js";

@@ -2,6 +2,7 @@ import { TimeoutError } from "../errors.js";
 import type { Clock } from "./clock.js";
 import type { StepCall, StepOptions } from "./context.js";
 import { backoffDelayMs, shouldAttemptAgain } from "./retry.js";
+import { storableThrown } from "./values.js";
 
 export type Outcome<T> = { ok: true; value: T; attempts: number } | { ok: false; error: unknown; attempts: number };
 
@@ -18,6 +19,9 @@ export interface AttemptHost {
  * Runs a step's function until it succeeds, fails in a way not worth retrying, or runs out of
  * attempts, with backoff between attempts. Nothing here is durable: attempts and backoff live in
  * memory, and a crash starts the count again at 1.
+ *
+ * The failure it returns is what the journal can keep (see `storableThrown`): a thrown value it
+ * cannot store becomes the `UnserializableError` that replay would rebuild, so live and replay agree.
  */
 export async function runAttempts<T>(
   host: AttemptHost,
@@ -27,6 +31,7 @@ export async function runAttempts<T>(
   options: StepOptions,
   idempotencyKey = `${host.runId}:${seq}`,
 ): Promise<Outcome<T>> {
+  const where = `run ${host.runId} seq ${seq} ("${name}")`;
   for (let attempt = 1; ; attempt++) {
     const attemptSignal = new AttemptSignal(host.stopSignal);
     const call = {
@@ -41,11 +46,20 @@ export async function runAttempts<T>(
       const value = await withTimeout(host, fn(call), options.timeoutMs, attemptSignal, name, seq, attempt);
       return { ok: true, value, attempts: attempt };
     } catch (error) {
-      if (host.stopped() || !shouldAttemptAgain(error, attempt, options)) return { ok: false, error, attempts: attempt };
+      const failed = (thrown: unknown) => ({ ok: false as const, error: storableThrown(thrown, where), attempts: attempt });
+      let again: boolean;
+      try {
+        again = !host.stopped() && shouldAttemptAgain(error, attempt, options);
+      } catch (predicateError) {
+        // A `shouldRetry` that throws ends the step with what it threw: recorded like any failure,
+        // so the journal has no gap for a replay or a fork to run again.
+        return failed(predicateError);
+      }
+      if (!again) return failed(error);
       try {
         await host.clock.sleep(backoffDelayMs(attempt, options.backoff), host.stopSignal);
       } catch {
-        return { ok: false, error, attempts: attempt };
+        return failed(error);
       }
     } finally {
       attemptSignal.release();

@@ -227,9 +227,13 @@ export class CairnRuntime implements WorkflowHost {
 
   /**
    * Sends a message to a run from outside any workflow. Failure semantics: committed when this
-   * resolves; with an idempotencyKey a retried send inserts nothing.
+   * resolves; with an idempotencyKey a retried send inserts nothing. A key is scoped to the
+   * destination run: the same key sent to two runs delivers to both.
    */
   async send(runId: string, topic: string, value: unknown, options: SendOptions = {}): Promise<void> {
+    if (options.idempotencyKey !== undefined && (typeof options.idempotencyKey !== "string" || options.idempotencyKey.length === 0)) {
+      throw new InvalidSpecError("idempotencyKey", options.idempotencyKey, "must be a non-empty string");
+    }
     await this.ready();
     await this.mustGetRun(runId);
     const now = this.clock.now();
@@ -237,7 +241,7 @@ export class CairnRuntime implements WorkflowHost {
       {
         type: "message",
         message: {
-          id: options.idempotencyKey ?? randomUUID(),
+          id: options.idempotencyKey === undefined ? randomUUID() : keyedMessageId(runId, options.idempotencyKey),
           runId,
           topic,
           body: toStored(value, `message to ${runId} on "${topic}"`),
@@ -312,4 +316,13 @@ export class CairnRuntime implements WorkflowHost {
 function positiveMs(field: string, value: number): number {
   if (!Number.isFinite(value) || value <= 0) throw new InvalidSpecError(field, value, "must be a number of milliseconds > 0");
   return value;
+}
+
+/**
+ * The message id of a keyed `cairn.send`: scoped to the destination run, and apart from the ids
+ * `ctx.send` gives its messages (`senderRunId:seq`, which end in digits; this ends in `"]`), so a
+ * user's key "A:0" can never be taken for run A's first send, nor swallow another run's message.
+ */
+function keyedMessageId(runId: string, idempotencyKey: string): string {
+  return `send:${JSON.stringify([runId, idempotencyKey])}`;
 }

@@ -1,3 +1,5 @@
+import { setLongTimeout } from "./long-timeout.js";
+
 /**
  * Where Cairn reads the time. Every durable timer (sleeps, receive deadlines, run deadlines, step
  * timeouts and retry backoff) goes through a Clock, so tests can control time instead of sleeping
@@ -16,12 +18,13 @@ export const systemClock: Clock = {
   sleep(delayMs, signal) {
     return new Promise((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);
-      const timer = setTimeout(() => {
+      // Chunked: a plain setTimeout of more than ~24.8 days would fire at once.
+      const timer = setLongTimeout(() => {
         signal?.removeEventListener("abort", onAbort);
         resolve();
-      }, Math.max(0, delayMs));
+      }, delayMs);
       const onAbort = () => {
-        clearTimeout(timer);
+        timer.clear();
         reject(signal?.reason);
       };
       signal?.addEventListener("abort", onAbort, { once: true });

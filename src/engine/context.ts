@@ -27,7 +27,8 @@ export interface StepOptions {
   backoff?: BackoffOptions;
   /**
    * Whether an error deserves another attempt (when attempts remain). Default: every error except
-   * a TerminalError. A RetryableError is retried whatever this says.
+   * a TerminalError. A RetryableError is retried whatever this says. If it throws, the step fails
+   * with what it threw (recorded, like any failure).
    */
   shouldRetry?: (error: unknown) => boolean;
   /** Per attempt: the attempt's signal is aborted and the attempt fails with a TimeoutError. */

@@ -5,6 +5,7 @@ import type { ExecutorRow, RunRow, Store } from "../store/store.js";
 import type { Clock } from "./clock.js";
 import { RunExecution, type ExecutionHost, type WorkflowFunction } from "./run-execution.js";
 import { errorText } from "./values.js";
+import { setLongTimeout, type LongTimeout } from "./long-timeout.js";
 
 export interface ExecutorOptions {
   appVersion: string;
@@ -42,7 +43,7 @@ export class Executor implements ExecutionHost {
   private pokeScheduled = false;
   private lastDeathCheck = -Infinity;
   private readonly timers: NodeJS.Timeout[] = [];
-  private wakeTimer: NodeJS.Timeout | null = null;
+  private wakeTimer: LongTimeout | null = null;
   private wakeTimerAt = Infinity;
   private unsubscribeClock: (() => void) | null = null;
   private readonly reloads = new Set<string>();
@@ -104,7 +105,7 @@ export class Executor implements ExecutionHost {
     this.started = false;
     executorsInThisProcess.delete(this.executorId);
     for (const timer of this.timers) clearInterval(timer);
-    if (this.wakeTimer !== null) clearTimeout(this.wakeTimer);
+    this.wakeTimer?.clear();
     this.unsubscribeClock?.();
     for (const execution of [...this.executions.values()]) execution.lost();
     while (this.claiming) await new Promise((resolve) => setTimeout(resolve, 5));
@@ -164,15 +165,19 @@ export class Executor implements ExecutionHost {
 
   wakeAt(time: number): void {
     if (!this.started || time >= this.wakeTimerAt) return;
-    if (this.wakeTimer !== null) clearTimeout(this.wakeTimer);
+    this.wakeTimer?.clear();
     this.wakeTimerAt = time;
-    // A manual clock wakes us through onAdvance; this timer serves the real one.
-    this.wakeTimer = setTimeout(() => {
-      this.wakeTimer = null;
-      this.wakeTimerAt = Infinity;
-      this.poke();
-    }, Math.max(0, time - this.clock.now()));
-    this.wakeTimer.unref();
+    // A manual clock wakes us through onAdvance; this timer serves the real one (chunked: a wake-up
+    // weeks away must not fire at once and re-arm in a loop).
+    this.wakeTimer = setLongTimeout(
+      () => {
+        this.wakeTimer = null;
+        this.wakeTimerAt = Infinity;
+        this.poke();
+      },
+      time - this.clock.now(),
+      { unref: true },
+    );
   }
 
   released(runId: string, reason: "settled" | "suspended" | "lost" | "store-error", error?: unknown, settled?: RunRow): void {

@@ -15,7 +15,7 @@ import type {
 } from "./context.js";
 import { runAttempts, type AttemptHost } from "./attempts.js";
 import { isTransientStoreError } from "../store/transient.js";
-import { errorFromText, errorText, fromStored, toStored } from "./values.js";
+import { errorFromText, errorText, fromStored, storableThrown, toStored } from "./values.js";
 import { CompletionOrder } from "./completion-order.js";
 import { ReplayJournal, operationBase, operationScopes, storedPath, topScope, type OperationScope } from "./replay-journal.js";
 
@@ -274,9 +274,10 @@ export class RunExecution implements WorkflowContext {
         // The database failed (not the user's code or SQL): reload and try again, record nothing.
         if (isTransientStoreError(error)) return this.storeFailed(error);
         // The user's writes were rolled back; the failure itself is recorded so replay rethrows it.
-        const step = this.record(began, name, "transaction", startedAt, { error }, 1);
+        const thrown = storableThrown(error, this.where(seq, name));
+        const step = this.record(began, name, "transaction", startedAt, { error: thrown }, 1);
         if (!(await this.writeAndDeliver(step))) return never();
-        throw error;
+        throw thrown;
       }
     } finally {
       this.settleActive();
@@ -326,6 +327,13 @@ export class RunExecution implements WorkflowContext {
     this.active++;
     try {
       if (!(await this.writeAndDeliver(step, [message], () => this.host.poke()))) return never();
+    } catch (error) {
+      if (!(error instanceof RunNotFoundError)) throw error;
+      // The destination does not exist: the commit applied nothing; the refusal is the send's outcome.
+      this.order.release(step.completion ?? -1);
+      const failed = this.record(began, topic, "send", now, { error }, 1);
+      if (!(await this.writeAndDeliver(failed))) return never();
+      throw error;
     } finally {
       this.settleActive();
     }
@@ -374,7 +382,8 @@ export class RunExecution implements WorkflowContext {
     if (!(await this.cleared(began))) return never();
     const now = this.clock.now();
     const stored = toStored(value, this.where(seq, key));
-    const step = this.record(began, key, "event", now, { output: null }, 1);
+    // The value rides on the step too: a fork that inherits this step gets this value (see FORK_EVENTS).
+    const step = this.record(began, key, "event", now, { output: stored }, 1);
     this.active++;
     try {
       if (!(await this.writeAndDeliver(step, [{ type: "event", runId: this.runId, key, value: stored, at: now }]))) return never();
@@ -810,6 +819,8 @@ export class RunExecution implements WorkflowContext {
         this.lost();
         return false;
       }
+      // Only a message op fails so (its destination run does not exist): the sender records it.
+      if (error instanceof RunNotFoundError) throw error;
       // The database failed under us: give the run back to the executor to load again later.
       if (!this.stopped) {
         this.stop(error);

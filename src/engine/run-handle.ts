@@ -5,8 +5,11 @@ import { errorFromText, fromStored } from "./values.js";
 
 export interface RunStatusInfo {
   status: RunStatus;
-  /** The run's error, rebuilt with its class (name and code), when it failed or was cancelled. */
-  error?: Error;
+  /**
+   * What the run failed with, rebuilt as it was thrown (an error with its class and fields, or a
+   * thrown non-error value itself), when it failed or was cancelled.
+   */
+  error?: unknown;
 }
 
 /** A handle on a run, from `workflow.start`, `cairn.run(id)` or `cairn.fork`. */

@@ -141,7 +141,11 @@ export interface RunRow {
 }
 
 export interface MessageRecord {
-  /** Idempotency: a sender inside a run uses `runId:seq`, so a replayed send inserts nothing. */
+  /**
+   * Idempotency: a sender inside a run uses `runId:seq`, so a replayed send inserts nothing;
+   * `cairn.send` with a key uses `send:["<destination>","<key>"]`. The destination run must exist:
+   * a commit with a message to no run fails with a `RunNotFoundError` and applies nothing.
+   */
   id: string;
   runId: string;
   topic: string;

@@ -63,7 +63,7 @@ describe.each(BACKENDS)("SIGKILL during durable waits on $name", (backend) => {
     await sender.send("mbox", "go", { n: 1 }, { idempotencyKey: "go-1" });
     await sender.send("mbox", "go", { n: 1 }, { idempotencyKey: "go-1" });
     const messages = () => sender.store().query("SELECT id, consumed_by FROM cairn_messages WHERE run_id = 'mbox' ORDER BY id");
-    expect((await messages()).rows).toEqual([{ id: "go-1", consumed_by: null }]);
+    expect((await messages()).rows).toEqual([{ id: 'send:["mbox","go-1"]', consumed_by: null }]);
 
     const second = workers.spawn({ database: db, ledger, await: ["mbox"] });
     await second.line(/^done mbox 2$/);
@@ -72,7 +72,7 @@ describe.each(BACKENDS)("SIGKILL during durable waits on $name", (backend) => {
     expect(await second.result("mbox")).toEqual({ status: "succeeded", value: { got: { n: 1 }, again: "none" } });
     await second.finished();
 
-    expect((await messages()).rows).toEqual([{ id: "go-1", consumed_by: "mbox:1" }]);
+    expect((await messages()).rows).toEqual([{ id: 'send:["mbox","go-1"]', consumed_by: "mbox:1" }]);
     const entries = readLedger(ledger);
     const done = tally(entries, "done");
     expect([done.get("mbox 0"), done.get("mbox 2")]).toEqual([1, 1]);

@@ -1,6 +1,6 @@
 import pg from "pg";
 import type { PoolClient, QueryConfig } from "pg";
-import { FencedError, NotACairnDatabaseError } from "../../errors.js";
+import { FencedError, NotACairnDatabaseError, RunNotFoundError } from "../../errors.js";
 import { LATEST_SCHEMA_VERSION, MIGRATIONS, MIGRATIONS_TABLE } from "../migrations.js";
 import { toExecutorRow, toRunRow, toStepRow } from "../rows.js";
 import type {
@@ -222,6 +222,11 @@ export class PostgresStore implements Store {
       if (isolated) await client.query("SAVEPOINT cairn_commit");
       try {
         for (const op of pending.ops) {
+          // A message to no run would wait forever: the commit fails instead. Every destination's
+          // row was locked above (or inserted by this batch), so the check holds until the commit.
+          if (op.type === "message" && !locked.has(op.message.runId) && !touched.has(op.message.runId)) {
+            throw new RunNotFoundError(op.message.runId);
+          }
           // A run inserted by this batch: its row is locked before a suspend reads its inbox.
           if (op.type === "suspend" && !locked.has(op.runId)) await this.writes.lockRun(client, op.runId);
           await this.writes.apply(client, op);
@@ -230,7 +235,7 @@ export class PostgresStore implements Store {
         }
         if (isolated) await client.query("RELEASE SAVEPOINT cairn_commit");
       } catch (error) {
-        if (!isolated || !isDataError(error)) throw error;
+        if (!isolated || !(isDataError(error) || error instanceof RunNotFoundError)) throw error;
         await client.query("ROLLBACK TO SAVEPOINT cairn_commit");
         outcomes[i] = error;
       }

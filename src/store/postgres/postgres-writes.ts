@@ -1,6 +1,6 @@
 import { CANCEL_APPROVALS, FORK_MODEL_CALLS, FORK_TOOL_CALLS, REOPEN_APPROVALS } from "../agent-rows.js";
 import { buildRowOp } from "../row-ops.js";
-import { forkIdTaken } from "../fork.js";
+import { FORK_EVENTS, forkIdTaken } from "../fork.js";
 import type { ClientBase, Pool } from "pg";
 import { splitStored } from "../rows.js";
 import type { Fence, NewRun, ReceiveRequest, ReceiveResult, StepRecord, StoredValue, WaitCondition, WriteOp } from "../store.js";
@@ -438,6 +438,7 @@ export class PostgresWrites {
     });
     await db.query({ name: "cairn_fork_model_calls", text: FORK_MODEL_CALLS, values: [fork.id, runId, fromSeq] });
     await db.query({ name: "cairn_fork_tool_calls", text: FORK_TOOL_CALLS, values: [fork.id, runId, fromSeq] });
+    await db.query({ name: "cairn_fork_events", text: FORK_EVENTS, values: [fork.id, runId, fromSeq] });
   }
 
   private async step(db: Db, step: StepRecord): Promise<void> {

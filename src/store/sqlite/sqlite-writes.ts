@@ -1,5 +1,6 @@
 import type Database from "better-sqlite3";
-import { forkIdTaken } from "../fork.js";
+import { RunNotFoundError } from "../../errors.js";
+import { FORK_EVENTS, forkIdTaken } from "../fork.js";
 import { CANCEL_APPROVALS, FORK_MODEL_CALLS, FORK_TOOL_CALLS, REOPEN_APPROVALS } from "../agent-rows.js";
 import { buildRowOp } from "../row-ops.js";
 import { numbered, positionalPlaceholders, splitStored } from "../rows.js";
@@ -14,6 +15,7 @@ type Statement = Database.Statement;
 export class SqliteWrites {
   private s!: Record<
     | "fence"
+    | "runExists"
     | "payload"
     | "step"
     | "run"
@@ -38,6 +40,7 @@ export class SqliteWrites {
     const db = this.db;
     this.s = {
       fence: db.prepare("SELECT 1 FROM cairn_runs WHERE id = ? AND executor_id = ? AND status = 'running'"),
+      runExists: db.prepare("SELECT 1 FROM cairn_runs WHERE id = ?"),
       payload: db.prepare(
         "INSERT INTO cairn_payloads (hash, body, size, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING",
       ),
@@ -103,6 +106,8 @@ export class SqliteWrites {
         return this.run(op.run);
       case "message": {
         const m = op.message;
+        // A message to no run would wait forever: the commit fails (and rolls back) instead.
+        if (this.s.runExists.get(m.runId) === undefined) throw new RunNotFoundError(m.runId);
         const [body, hash] = this.stored(m.body, m.createdAt);
         const position = m.createdAt * 1000 + (this.messagePosition++ % 1000);
         const inserted = this.s.message.run(m.id, m.runId, m.topic, body, hash, m.sender, position, m.createdAt).changes;
@@ -243,6 +248,7 @@ export class SqliteWrites {
       .run(fork.id, runId, fromSeq);
     this.shared(FORK_MODEL_CALLS, [fork.id, runId, fromSeq]);
     this.shared(FORK_TOOL_CALLS, [fork.id, runId, fromSeq]);
+    this.shared(FORK_EVENTS, [fork.id, runId, fromSeq]);
   }
 
   /** Runs a statement written for both backends (`$n` placeholders). */
