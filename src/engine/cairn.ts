@@ -5,6 +5,7 @@ import { TERMINAL_STATUSES, type RunRow, type Store } from "../store/store.js";
 import { systemClock, type Clock } from "./clock.js";
 import type { WorkflowContext } from "./context.js";
 import { Executor } from "./executor.js";
+import { assertUserSend } from "./reserved-topics.js";
 import { RunHandle } from "./run-handle.js";
 import type { WorkflowFunction } from "./run-execution.js";
 import { errorText, fromStored, toStored } from "./values.js";
@@ -34,6 +35,12 @@ export interface CairnOptions {
   onError?: (error: unknown) => void;
   /** Use this store instead of opening `database`. */
   store?: Store;
+  /**
+   * A secret (≥ 16 bytes; default $CAIRN_APPROVAL_KEY) for signed approvals: this Cairn signs the
+   * decisions it makes (HMAC-SHA256), and its runs act only on decisions signed with it. Give the
+   * same key to every process that runs agents or decides approvals.
+   */
+  approvalKey?: string | Uint8Array;
 }
 
 export interface ForkOptions {
@@ -224,6 +231,7 @@ export class CairnRuntime implements WorkflowHost {
    * resolves; with an idempotencyKey a retried send inserts nothing.
    */
   async send(runId: string, topic: string, value: unknown, options: SendOptions = {}): Promise<void> {
+    assertUserSend(topic, options.idempotencyKey);
     await this.ready();
     await this.mustGetRun(runId);
     const now = this.clock.now();
