@@ -19,8 +19,9 @@ export class Cairn extends CairnRuntime {
   private readonly agentSettings: AgentSettings;
 
   constructor(options: CairnOptions = {}) {
-    super(options);
+    // Checked before the store opens, so that a bad key leaves nothing open.
     const approvalKey = approvalKeyBytes(options.approvalKey ?? (process.env.CAIRN_APPROVAL_KEY || undefined));
+    super(options);
     this.agentSettings = { approvalKey };
     this.approvals = new Approvals({
       ready: () => this.readyStore(),
