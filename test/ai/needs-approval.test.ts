@@ -1,9 +1,11 @@
-import { generateText, jsonSchema, stepCountIs, tool } from "ai";
+import type { LanguageModelV3StreamPart } from "@ai-sdk/provider";
+import { generateText, jsonSchema, simulateReadableStream, stepCountIs, streamText, tool } from "ai";
+import { MockLanguageModelV3 } from "ai/test";
 import { describe, expect, it } from "vitest";
 import type { Cairn } from "../../src/index.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
-import { toolOutputs, toolThenAnswer } from "./scripted-model.js";
+import { toolOutputs, toolThenAnswer, usage } from "./scripted-model.js";
 
 const refundInput = jsonSchema<{ amountCents: number }>({
   type: "object",
@@ -131,6 +133,36 @@ describe.each(BACKENDS)("needsApproval on $name", (backend) => {
     await cairn.approvals.deny("own", request.toolCallId);
     expect(await run.result()).toBe('tool said {"type":"execution-denied"}');
     expect(toolOutputs(model.doGenerateCalls[1]!)).toEqual([{ type: "execution-denied" }]);
+    expect(refunds).toEqual([]);
+  });
+
+  it("denies through streamText too: the streamed loop shows the model execution-denied", async () => {
+    const cairn = env.cairn(await env.database(), { pollIntervalMs: 50 });
+    const refunds: number[] = [];
+    const model = new MockLanguageModelV3({
+      doStream: async (call) => {
+        const outputs = toolOutputs(call);
+        const parts: LanguageModelV3StreamPart[] =
+          outputs.length === 0
+            ? [{ type: "tool-call", toolCallId: "call-refund", toolName: "refund", input: '{"amountCents":300}' }]
+            : [
+                { type: "text-start", id: "t" },
+                { type: "text-delta", id: "t", delta: `tool said ${JSON.stringify(outputs.at(-1))}` },
+                { type: "text-end", id: "t" },
+              ];
+        const finish: LanguageModelV3StreamPart = { type: "finish", finishReason: { unified: outputs.length === 0 ? "tool-calls" : "stop", raw: undefined }, usage: usage() };
+        return { stream: simulateReadableStream({ chunks: [{ type: "stream-start", warnings: [] }, ...parts, finish] }) };
+      },
+    });
+    const wf = cairn.workflow("streamed", async (ctx) => {
+      const result = streamText({ model: ctx.model(model), prompt: "Refund 3 dollars", tools: ctx.tools({ refund: refundTool(refunds, true) }), stopWhen: stepCountIs(3) });
+      return result.text;
+    });
+    await cairn.launch();
+    const run = await wf.start(undefined, { id: "streamed" });
+    const request = await pending(cairn, "streamed");
+    await cairn.approvals.deny("streamed", request.toolCallId, { reason: "not today" });
+    expect(await run.result()).toBe('tool said {"type":"execution-denied","reason":"not today"}');
     expect(refunds).toEqual([]);
   });
 });
