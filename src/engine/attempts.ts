@@ -25,8 +25,8 @@ export async function runAttempts<T>(
   seq: number,
   fn: (call: StepCall & { seq: number }) => Promise<T> | T,
   options: StepOptions,
+  idempotencyKey = `${host.runId}:${seq}`,
 ): Promise<Outcome<T>> {
-  const idempotencyKey = `${host.runId}:${seq}`;
   for (let attempt = 1; ; attempt++) {
     const attemptSignal = new AttemptSignal(host.stopSignal);
     const call = {

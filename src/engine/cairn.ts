@@ -7,7 +7,7 @@ import type { WorkflowContext } from "./context.js";
 import { Executor } from "./executor.js";
 import { assertUserSend } from "./reserved-topics.js";
 import { RunHandle } from "./run-handle.js";
-import type { WorkflowFunction } from "./run-execution.js";
+import { DEFAULT_REPLAY_STALL_MS, type WorkflowFunction } from "./run-execution.js";
 import { errorText, fromStored, toStored } from "./values.js";
 import { Workflow, type WorkflowHost, type WorkflowOptions } from "./workflow.js";
 
@@ -35,6 +35,11 @@ export interface CairnOptions {
   onError?: (error: unknown) => void;
   /** Use this store instead of opening `database`. */
   store?: Store;
+  /**
+   * How long replay waits for the workflow to call the operation whose recorded outcome comes next
+   * before it fails the run with a NonDeterminismError (docs/replay.md). Default 30_000.
+   */
+  replayStallMs?: number;
   /**
    * A secret (≥ 16 bytes; default $CAIRN_APPROVAL_KEY) for signed approvals: this Cairn signs the
    * decisions it makes (HMAC-SHA256), and its runs act only on decisions signed with it. Give the
@@ -88,6 +93,7 @@ export class CairnRuntime implements WorkflowHost {
       leaseMs,
       pollIntervalMs,
       maxConcurrentRuns: options.maxConcurrentRuns ?? 1000,
+      replayStallMs: positiveMs("replayStallMs", options.replayStallMs ?? DEFAULT_REPLAY_STALL_MS),
       onError: options.onError ?? ((error) => console.error("[cairn]", error)),
     });
   }
@@ -309,4 +315,9 @@ export class CairnRuntime implements WorkflowHost {
     this.migrated ??= this.storeInstance.migrate();
     return this.migrated;
   }
+}
+
+function positiveMs(field: string, value: number): number {
+  if (!Number.isFinite(value) || value <= 0) throw new InvalidSpecError(field, value, "must be a number of milliseconds > 0");
+  return value;
 }

@@ -74,6 +74,12 @@ export interface ChildWorkflow<Input, Output> {
 export interface WorkflowContext {
   readonly runId: string;
   readonly workflowName: string;
+  /**
+   * True while the run is replaying: recorded outcomes remain to be handed back before the run goes
+   * on live. Lets callbacks with effects outside Cairn (logging, metrics, an AI SDK `onStepFinish`)
+   * act once rather than again on every replay.
+   */
+  readonly isReplaying: boolean;
 
   /**
    * Runs `fn` as a step and records its result (or its final error).

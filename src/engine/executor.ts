@@ -15,6 +15,8 @@ export interface ExecutorOptions {
   /** How often to look for claimable runs written by other processes. */
   pollIntervalMs: number;
   maxConcurrentRuns: number;
+  /** See CairnOptions.replayStallMs. */
+  replayStallMs?: number;
   /** Called with errors the executor cannot hand to anyone (a failed poll, a store outage). */
   onError: (error: unknown) => void;
 }
@@ -245,7 +247,7 @@ export class Executor implements ExecutionHost {
   private newExecution(run: RunRow, journal: Awaited<ReturnType<Store["loadJournal"]>>): RunExecution | null {
     const fn = this.workflows.get(run.workflow);
     if (fn === undefined) return null;
-    return new RunExecution(this, run, fn, journal);
+    return new RunExecution(this, run, fn, journal, this.options.replayStallMs);
   }
 
   private async deadExecutors(now: number): Promise<string[]> {

@@ -16,6 +16,8 @@ import type {
 import { runAttempts, type AttemptHost } from "./attempts.js";
 import { isTransientStoreError } from "../store/transient.js";
 import { errorFromText, errorText, fromStored, toStored } from "./values.js";
+import { CompletionOrder } from "./completion-order.js";
+import { ReplayJournal, operationScopes, pathAt, type OperationScope } from "./replay-journal.js";
 
 /** What an execution needs from the executor that loaded it. */
 export interface ExecutionHost {
@@ -42,6 +44,11 @@ interface Wait {
 export interface OperationSpec<T> {
   kind: StepKind;
   name: string;
+  /**
+   * What the operation is called with, where the layer knows it (a prompt's hash, a tool input's
+   * hash): recorded, and compared on replay, where a different one is a NonDeterminismError.
+   */
+  fingerprint?: string;
   execute: (call: StepCall & { seq: number }) => Promise<T> | T;
   options?: StepOptions;
   /** Rows to commit together with the checkpoint (a model call's record, a budget charge). */
@@ -52,6 +59,20 @@ export interface OperationSpec<T> {
 
 /** How often a run waiting on a child that is not its own (a fork's inherited child) looks again. */
 const FOREIGN_CHILD_POLL_MS = 2_000;
+
+/**
+ * How long replay waits for the workflow to call the operation whose recorded outcome comes next
+ * before it reports the run as diverged (see CompletionOrder). Generous: user code may legitimately
+ * await timers between durable operations (the AI SDK's retry delays, for one).
+ */
+export const DEFAULT_REPLAY_STALL_MS = 30_000;
+
+/** A journal lookup's answer for one call: its seq and path, and the record if there is one. */
+interface Began {
+  seq: number;
+  path: string;
+  row: StepRow | undefined;
+}
 
 /** A promise that never settles: what a stopped run's pending operations return. */
 const never = <T>(): Promise<T> => new Promise<T>(() => undefined);
@@ -65,8 +86,10 @@ const never = <T>(): Promise<T> => new Promise<T>(() => undefined);
 export class RunExecution implements WorkflowContext {
   readonly runId: string;
   readonly workflowName: string;
-  private seqCounter = 0;
-  private readonly journal = new Map<number, StepRow>();
+  private readonly journal: ReplayJournal;
+  /** The order outcomes are handed to the workflow in, live and on replay. */
+  private readonly order: CompletionOrder;
+  private readonly topScope: OperationScope = { owner: this, path: null, next: 0 };
   private active = 0;
   private readonly waits = new Map<number, Wait>();
   private stopped = false;
@@ -81,12 +104,16 @@ export class RunExecution implements WorkflowContext {
     private readonly run: RunRow,
     private readonly fn: WorkflowFunction,
     journal: readonly StepRow[],
+    replayStallMs = DEFAULT_REPLAY_STALL_MS,
   ) {
     this.runId = run.id;
     this.workflowName = run.workflow;
     this.fence = { runId: run.id, executorId: host.executorId };
     this.attemptHost = { runId: run.id, clock: host.clock, stopSignal: this.stopSignal.signal, stopped: () => this.stopped };
-    for (const row of journal) this.journal.set(row.seq, row);
+    this.journal = new ReplayJournal(journal);
+    this.order = new CompletionOrder(this.journal.replayOrdinals, this.journal.highestOrdinal, replayStallMs, (ordinal) =>
+      this.stalled(ordinal),
+    );
   }
 
   get store(): Store {
@@ -102,9 +129,18 @@ export class RunExecution implements WorkflowContext {
     return this.run;
   }
 
-  /** The journal's record at the next seq, if any: lets a layer above tell replay from live. */
+  /**
+   * The journal's record for the next operation called from here (this scope's next position), if
+   * any: lets a layer above tell replay from live.
+   */
   peek(): StepRow | undefined {
-    return this.journal.get(this.seqCounter);
+    const scope = this.scope();
+    return this.journal.find(pathAt(scope, scope.next));
+  }
+
+  /** True while recorded outcomes remain to be handed to the workflow (see WorkflowContext). */
+  get isReplaying(): boolean {
+    return this.order.replaying();
   }
 
   /** Runs the workflow to its end (or until it unloads) and records the outcome. */
@@ -113,7 +149,7 @@ export class RunExecution implements WorkflowContext {
     if (!this.live()) return;
     let output: unknown;
     try {
-      output = await this.fn(this, fromStored(this.run.input) as never);
+      output = await operationScopes.run(this.topScope, () => this.fn(this, fromStored(this.run.input) as never));
     } catch (error) {
       if (!this.stopped) await this.settle("failed", error);
       return;
@@ -124,8 +160,7 @@ export class RunExecution implements WorkflowContext {
   /** The executor learned this run was cancelled or taken over: stop at once, write nothing. */
   lost(): void {
     if (this.stopped) return;
-    this.stopped = true;
-    this.stopSignal.abort(new FencedError(`run ${this.runId} is no longer owned by this executor`, { runId: this.runId }));
+    this.stop(new FencedError(`run ${this.runId} is no longer owned by this executor`, { runId: this.runId }));
     this.host.released(this.runId, "lost");
   }
 
@@ -143,11 +178,11 @@ export class RunExecution implements WorkflowContext {
    */
   async operation<T>(spec: OperationSpec<T>): Promise<T> {
     const { kind, name, execute, options = {} } = spec;
-    const recorded = this.begin(name, kind);
-    if (recorded === null) return never();
-    const { seq, row } = recorded;
+    const began = this.begin(name, kind, spec.fingerprint);
+    if (began === null) return never();
+    const { seq, path, row } = began;
     if (row !== undefined) {
-      const value = this.replay(row) as T;
+      const value = (await this.replayed(row)) as T;
       spec.onRecorded?.(value, seq, false);
       return value;
     }
@@ -156,8 +191,14 @@ export class RunExecution implements WorkflowContext {
     this.active++;
     try {
       const startedAt = this.clock.now();
-      const outcome = await runAttempts(this.attemptHost, name, seq, execute, options);
+      // The function runs in a scope of its own: durable operations it calls are journaled inside it.
+      const scope: OperationScope = { owner: this, path, next: 0 };
+      const key = `${this.runId}:${path}`;
+      const outcome = await operationScopes.run(scope, () =>
+        runAttempts(this.attemptHost, name, seq, execute, options, key),
+      );
       if (this.stopped) return never();
+      let failed = !outcome.ok;
       let error: unknown = outcome.ok ? undefined : outcome.error;
       let output: StoredValue | null = null;
       let extra: WriteOp[] = [];
@@ -166,14 +207,14 @@ export class RunExecution implements WorkflowContext {
           output = toStored(outcome.value, this.where(seq, name));
           extra = spec.alsoWrite?.({ ok: true, value: outcome.value }, seq) ?? [];
         } catch (unstorable) {
+          failed = true;
           error = unstorable;
         }
       } else {
         extra = spec.alsoWrite?.({ ok: false, error: outcome.error }, seq) ?? [];
       }
-      const failed = error !== undefined || !outcome.ok;
-      const step = this.record(seq, name, kind, startedAt, failed ? { error } : { output }, outcome.attempts);
-      if (!(await this.write([{ type: "step", step }, ...extra]))) return never();
+      const step = this.record(began, name, kind, startedAt, failed ? { error } : { output }, outcome.attempts, spec.fingerprint);
+      if (!(await this.writeAndDeliver(step, extra))) return never();
       if (failed) throw error;
       const value = (outcome as { value: T }).value;
       spec.onRecorded?.(value, seq, true);
@@ -184,29 +225,36 @@ export class RunExecution implements WorkflowContext {
   }
 
   async transaction<T>(name: string, fn: (sql: SqlClient) => Promise<T>): Promise<T> {
-    const recorded = this.begin(name, "transaction");
-    if (recorded === null) return never();
-    const { seq, row } = recorded;
-    if (row !== undefined) return this.replay(row) as T;
+    const began = this.begin(name, "transaction");
+    if (began === null) return never();
+    const { seq, row } = began;
+    if (row !== undefined) return (await this.replayed(row)) as T;
     if (!this.live()) return never();
     this.active++;
     const startedAt = this.clock.now();
+    // Its SQL commits with this step's checkpoint: an operation journaled inside would commit apart.
+    const scope: OperationScope = { owner: this, path: began.path, next: 0, refuse: "ctx.transaction" };
+    let reserved: number | null = null;
     try {
       let value: T | undefined;
       try {
         await this.store.transaction(this.fence, async (sql) => {
-          value = await fn(sql);
-          return this.record(seq, name, "transaction", startedAt, { output: toStored(value, this.where(seq, name)) }, 1);
+          value = await operationScopes.run(scope, () => fn(sql));
+          const output = toStored(value, this.where(seq, name));
+          reserved = this.order.reserve();
+          return this.record(began, name, "transaction", startedAt, { output }, 1, undefined, reserved);
         });
+        if (this.stopped || !(await this.delivered(reserved))) return never();
         return value as T;
       } catch (error) {
+        if (reserved !== null) this.order.release(reserved);
         if (error instanceof FencedError) return this.lostNever();
         if (this.stopped) return never();
         // The database failed (not the user's code or SQL): reload and try again, record nothing.
         if (isTransientStoreError(error)) return this.storeFailed(error);
         // The user's writes were rolled back; the failure itself is recorded so replay rethrows it.
-        const step = this.record(seq, name, "transaction", startedAt, { error }, 1);
-        if (!(await this.write([{ type: "step", step }]))) return never();
+        const step = this.record(began, name, "transaction", startedAt, { error }, 1);
+        if (!(await this.writeAndDeliver(step))) return never();
         throw error;
       }
     } finally {
@@ -240,31 +288,33 @@ export class RunExecution implements WorkflowContext {
   }
 
   async send(runId: string, topic: string, value: unknown): Promise<void> {
-    const recorded = this.begin(topic, "send");
-    if (recorded === null) return never();
-    const { seq, row } = recorded;
-    if (row !== undefined) return;
+    const began = this.begin(topic, "send");
+    if (began === null) return never();
+    const { seq, row } = began;
+    if (row !== undefined) {
+      await this.replayed(row);
+      return;
+    }
     if (!this.live()) return never();
     const now = this.clock.now();
     const message: WriteOp = {
       type: "message",
       message: { id: `${this.runId}:${seq}`, runId, topic, body: toStored(value, this.where(seq, topic)), sender: this.runId, createdAt: now },
     };
-    const step = this.record(seq, topic, "send", now, { output: toStored(runId, "") }, 1);
+    const step = this.record(began, topic, "send", now, { output: toStored(runId, "") }, 1);
     this.active++;
     try {
-      if (!(await this.write([message, { type: "step", step }]))) return never();
-      this.host.poke();
+      if (!(await this.writeAndDeliver(step, [message], () => this.host.poke()))) return never();
     } finally {
       this.settleActive();
     }
   }
 
   async recv<T = unknown>(topic: string, options: RecvOptions = {}): Promise<T | undefined> {
-    const recorded = this.begin(topic, "recv");
-    if (recorded === null) return never();
-    const { seq, row } = recorded;
-    if (row !== undefined && row.status !== "pending") return this.replay(row) as T | undefined;
+    const began = this.begin(topic, "recv");
+    if (began === null) return never();
+    const { seq, row } = began;
+    if (row !== undefined && row.status !== "pending") return (await this.replayed(row)) as T | undefined;
     if (options.timeoutMs !== undefined && (!Number.isFinite(options.timeoutMs) || options.timeoutMs < 0)) {
       throw new InvalidSpecError("timeoutMs", options.timeoutMs, `ctx.recv("${topic}") needs a finite timeout ≥ 0`);
     }
@@ -273,12 +323,18 @@ export class RunExecution implements WorkflowContext {
     const deadline =
       row !== undefined ? (JSON.parse(row.output ?? "null") as number | null) : options.timeoutMs === undefined ? null : now + options.timeoutMs;
     this.active++;
+    const completion = this.order.reserve();
     try {
-      const result = await this.store.receive(this.fence, { runId: this.runId, seq, name: topic, topic, now, deadline });
-      if (result.status === "received") return fromStored(result.text) as T;
-      if (result.status === "timed-out") return undefined;
-      return this.waitFor(seq, { wakeAt: result.deadline, topic, childRunId: null });
+      const path = storedPath(began);
+      const result = await this.store.receive(this.fence, { runId: this.runId, seq, name: topic, topic, now, deadline, path, completion });
+      if (result.status === "waiting") {
+        this.order.release(completion);
+        return this.waitFor(seq, { wakeAt: result.deadline, topic, childRunId: null });
+      }
+      if (!(await this.delivered(completion))) return never();
+      return result.status === "received" ? (fromStored(result.text) as T) : undefined;
     } catch (error) {
+      this.order.release(completion);
       if (error instanceof FencedError) return this.lostNever();
       return this.storeFailed(error);
     } finally {
@@ -287,19 +343,20 @@ export class RunExecution implements WorkflowContext {
   }
 
   async setEvent(key: string, value: unknown): Promise<void> {
-    const recorded = this.begin(key, "event");
-    if (recorded === null) return never();
-    const { seq, row } = recorded;
-    if (row !== undefined) return;
+    const began = this.begin(key, "event");
+    if (began === null) return never();
+    const { seq, row } = began;
+    if (row !== undefined) {
+      await this.replayed(row);
+      return;
+    }
     if (!this.live()) return never();
     const now = this.clock.now();
     const stored = toStored(value, this.where(seq, key));
-    const step = this.record(seq, key, "event", now, { output: null }, 1);
+    const step = this.record(began, key, "event", now, { output: null }, 1);
     this.active++;
     try {
-      if (!(await this.write([{ type: "event", runId: this.runId, key, value: stored, at: now }, { type: "step", step }]))) {
-        return never();
-      }
+      if (!(await this.writeAndDeliver(step, [{ type: "event", runId: this.runId, key, value: stored, at: now }]))) return never();
     } finally {
       this.settleActive();
     }
@@ -310,12 +367,12 @@ export class RunExecution implements WorkflowContext {
     input: Input,
     options: ChildOptions = {},
   ): Promise<ChildHandle<Output>> {
-    const recorded = this.begin(workflow.name, "child");
-    if (recorded === null) return never();
-    const { seq, row } = recorded;
+    const began = this.begin(workflow.name, "child");
+    if (began === null) return never();
+    const { seq, row } = began;
     let childId: string;
     if (row !== undefined) {
-      childId = fromStored(row.output) as string;
+      childId = (await this.replayed(row)) as string;
     } else {
       if (!this.live()) return never();
       childId = options.id ?? `${this.runId}:${seq}`;
@@ -350,11 +407,10 @@ export class RunExecution implements WorkflowContext {
           forkedFromSeq: null,
         },
       };
-      const step = this.record(seq, workflow.name, "child", now, { output: toStored(childId, "") }, 1);
+      const step = this.record(began, workflow.name, "child", now, { output: toStored(childId, "") }, 1);
       this.active++;
       try {
-        if (!(await this.write([childRun, { type: "step", step }]))) return never();
-        this.host.poke();
+        if (!(await this.writeAndDeliver(step, [childRun], () => this.host.poke()))) return never();
       } finally {
         this.settleActive();
       }
@@ -364,19 +420,20 @@ export class RunExecution implements WorkflowContext {
 
   async patched(name: string): Promise<boolean> {
     if (this.stopped) return never();
-    const seq = this.seqCounter;
-    const row = this.journal.get(seq);
-    if (row !== undefined) {
-      if (row.kind !== "patch" || row.name !== name) return false; // recorded under the old code
-      this.seqCounter++;
+    const scope = this.scope();
+    const row = this.journal.find(pathAt(scope, scope.next));
+    if (row !== undefined && (row.kind !== "patch" || row.name !== name)) return false; // recorded under the old code
+    const began = this.begin(name, "patch");
+    if (began === null) return never();
+    if (began.row !== undefined) {
+      await this.replayed(began.row);
       return true;
     }
-    this.seqCounter++;
     if (!this.live()) return never();
-    const step = this.record(seq, name, "patch", this.clock.now(), { output: toStored(true, "") }, 1);
+    const step = this.record(began, name, "patch", this.clock.now(), { output: toStored(true, "") }, 1);
     this.active++;
     try {
-      if (!(await this.write([{ type: "step", step }]))) return never();
+      if (!(await this.writeAndDeliver(step))) return never();
       return true;
     } finally {
       this.settleActive();
@@ -386,31 +443,82 @@ export class RunExecution implements WorkflowContext {
   // ---- the machinery ----------------------------------------------------------------------------
 
   /**
-   * Takes the next seq (synchronously, so concurrent operations number the same way on every
-   * replay) and checks the journal's record at it. Returns null if the record contradicts the call:
-   * the run has then been failed with a NonDeterminismError.
+   * Takes the next position in the caller's scope (synchronously, so operations called in the same
+   * order number the same way on every replay) and looks up the journal's record at that path.
+   * Returns null if the record contradicts the call: the run has then been failed with a
+   * NonDeterminismError naming both.
    */
-  private begin(name: string, kind: StepKind): { seq: number; row: StepRow | undefined } | null {
+  private begin(name: string, kind: StepKind, fingerprint?: string): Began | null {
     if (this.stopped) return null;
-    const seq = this.seqCounter++;
-    const row = this.journal.get(seq);
-    if (row !== undefined && (row.name !== name || row.kind !== kind)) {
-      const error = new NonDeterminismError(
-        `run ${this.runId} (workflow "${this.workflowName}") is not deterministic at seq ${seq}: the journal recorded ` +
-          `${row.kind} "${row.name}" but the code called ${kind} "${name}". The workflow code changed under an in-flight ` +
-          "run, or branches on something not recorded. Route nondeterminism through ctx, guard code changes with " +
-          "ctx.patched(name), then `cairn resume` the run.",
-        { runId: this.runId, seq },
+    const scope = this.scope();
+    if (scope.refuse !== undefined) {
+      throw new InvalidSpecError(
+        "operation",
+        `${kind} "${name}"`,
+        `durable operations cannot be called inside ${scope.refuse}'s function (run ${this.runId}): its SQL commits ` +
+          "together with the step's own record, so nothing inside it can be journaled apart; call it before or after",
       );
-      void this.settle("failed", error);
+    }
+    const path = pathAt(scope, scope.next++);
+    const row = this.journal.find(path);
+    if (row === undefined) return { seq: this.journal.newSeq(), path, row };
+    const fingerprintDiffers = fingerprint !== undefined && row.fingerprint !== null && row.fingerprint !== fingerprint;
+    if (row.name !== name || row.kind !== kind || fingerprintDiffers) {
+      const recorded = `${row.kind} "${row.name}"${row.fingerprint === null ? "" : ` (fingerprint ${row.fingerprint})`}`;
+      const called = `${kind} "${name}"${fingerprint === undefined ? "" : ` (fingerprint ${fingerprint})`}`;
+      this.diverged(
+        `at seq ${row.seq} (path ${path}): the journal recorded ${recorded} but the code called ${called}`,
+        row.seq,
+      );
       return null;
     }
-    return { seq, row };
+    return { seq: row.seq, path, row };
+  }
+
+  /** The scope the caller runs in: its enclosing operation's, or the workflow's top. */
+  private scope(): OperationScope {
+    const scope = operationScopes.getStore();
+    return scope !== undefined && scope.owner === this ? scope : this.topScope;
+  }
+
+  /** Hands a recorded outcome to the workflow at its turn: its value, or its error thrown. */
+  private async replayed(row: StepRow): Promise<unknown> {
+    if (!(await this.delivered(row.completion))) return never();
+    return this.replay(row);
+  }
+
+  /** Waits for this outcome's turn (see CompletionOrder); false if the run stopped meanwhile. */
+  private async delivered(completion: number | null): Promise<boolean> {
+    const turn = this.order.deliver(completion);
+    if (turn !== null) await turn;
+    this.scheduleSuspendCheck();
+    return !this.stopped;
   }
 
   private replay(row: StepRow): unknown {
     if (row.status === "failed") throw errorFromText(row.error ?? '{"name":"Error","message":"unknown"}');
     return fromStored(row.output);
+  }
+
+  /** Replay waited in vain for the operation whose outcome comes next: the code took another path. */
+  private stalled(ordinal: number): void {
+    const row = this.journal.byOrdinal(ordinal);
+    const what = row === undefined ? `completion ${ordinal}` : `${row.kind} "${row.name}" at seq ${row.seq} (path ${row.path})`;
+    this.diverged(
+      `the journal recorded ${what} as the next operation to complete, but replay has not called it ` +
+        "(the code no longer calls it, or calls it only after something that was not recorded)",
+      row?.seq,
+    );
+  }
+
+  private diverged(detail: string, seq: number | undefined): void {
+    const error = new NonDeterminismError(
+      `run ${this.runId} (workflow "${this.workflowName}") is not deterministic ${detail}. The workflow code changed ` +
+        "under an in-flight run, or branches on something not recorded. Route nondeterminism through ctx, guard code " +
+        "changes with ctx.patched(name), then `cairn resume` the run.",
+      { runId: this.runId, seq },
+    );
+    void this.settle("failed", error);
   }
 
   /** Whether new work may start: not stopped, deadline not passed. */
@@ -441,31 +549,48 @@ export class RunExecution implements WorkflowContext {
     await this.settle("failed", error);
   }
 
-  private timer(name: string, wakeTime: () => number): Promise<void> {
-    const recorded = this.begin(name, "sleep");
-    if (recorded === null) return never();
-    const { seq, row } = recorded;
-    if (row !== undefined) return this.sleepTo(seq, fromStored(row.output) as number);
+  private async timer(name: string, wakeTime: () => number): Promise<void> {
+    const began = this.begin(name, "sleep");
+    if (began === null) return never();
+    const { seq, row } = began;
+    if (row?.completion != null) {
+      await this.replayed(row);
+      return;
+    }
+    if (row !== undefined) return this.sleepTo(began, fromStored(row.output) as number);
     if (!this.live()) return never();
     const wakeAt = wakeTime();
     const now = this.clock.now();
-    const step = this.record(seq, name, "sleep", now, { output: toStored(wakeAt, "") }, 1);
+    // The wake-up time is recorded now; when the sleep ends is recorded when it does (see sleepTo).
+    const step = this.record(began, name, "sleep", now, { output: toStored(wakeAt, "") }, 1, undefined, null);
     this.active++;
-    return this.write([{ type: "step", step }])
-      .finally(() => this.settleActive())
-      .then((ok) => (ok ? this.sleepTo(seq, wakeAt) : never<void>()));
+    try {
+      if (!(await this.write([{ type: "step", step }]))) return never();
+    } finally {
+      this.settleActive();
+    }
+    return this.sleepTo({ ...began, seq }, wakeAt);
   }
 
-  private sleepTo(seq: number, wakeAt: number): Promise<void> {
-    if (this.clock.now() >= wakeAt) return Promise.resolve();
-    return this.waitFor(seq, { wakeAt, topic: null, childRunId: null });
+  /** Ends a recorded sleep whose time has come (recording when), or waits for it durably. */
+  private async sleepTo(began: Began, wakeAt: number): Promise<void> {
+    if (this.clock.now() < wakeAt) return this.waitFor(began.seq, { wakeAt, topic: null, childRunId: null });
+    if (!this.live()) return never();
+    this.active++;
+    try {
+      const completion = this.order.reserve();
+      if (!(await this.write([{ type: "completion", runId: this.runId, seq: began.seq, completion }]))) return never();
+      if (!(await this.delivered(completion))) return never();
+    } finally {
+      this.settleActive();
+    }
   }
 
   private async childResult<Output>(childId: string): Promise<Output> {
-    const recorded = this.begin(childId, "child-result");
-    if (recorded === null) return never();
-    const { seq, row } = recorded;
-    if (row !== undefined) return this.replay(row) as Output;
+    const began = this.begin(childId, "child-result");
+    if (began === null) return never();
+    const { seq, row } = began;
+    if (row !== undefined) return (await this.replayed(row)) as Output;
     if (!this.live()) return never();
     this.active++;
     try {
@@ -479,8 +604,8 @@ export class RunExecution implements WorkflowContext {
       if (child.status === "succeeded" || child.status === "failed" || child.status === "cancelled") {
         const now = this.clock.now();
         const outcome = child.status === "succeeded" ? { output: storedText(child.output ?? '{"$c":"undefined"}') } : { errorText: child.error };
-        const step = this.record(seq, childId, "child-result", now, outcome, 1);
-        if (!(await this.write([{ type: "step", step }]))) return never();
+        const step = this.record(began, childId, "child-result", now, outcome, 1);
+        if (!(await this.writeAndDeliver(step))) return never();
         return this.replay({ ...toRow(step), output: child.output }) as Output;
       }
       // A fork waits on its original's children: their end wakes the original, not the fork, so the
@@ -493,16 +618,16 @@ export class RunExecution implements WorkflowContext {
   }
 
   private async recordValue<T>(kind: "now" | "random" | "uuid", produce: () => T): Promise<T> {
-    const recorded = this.begin(kind, kind);
-    if (recorded === null) return never();
-    const { seq, row } = recorded;
-    if (row !== undefined) return this.replay(row) as T;
+    const began = this.begin(kind, kind);
+    if (began === null) return never();
+    const { row } = began;
+    if (row !== undefined) return (await this.replayed(row)) as T;
     if (!this.live()) return never();
     const value = produce();
-    const step = this.record(seq, kind, kind, this.clock.now(), { output: toStored(value, "") }, 1);
+    const step = this.record(began, kind, kind, this.clock.now(), { output: toStored(value, "") }, 1);
     this.active++;
     try {
-      if (!(await this.write([{ type: "step", step }]))) return never();
+      if (!(await this.writeAndDeliver(step))) return never();
       return value;
     } finally {
       this.settleActive();
@@ -530,12 +655,13 @@ export class RunExecution implements WorkflowContext {
     this.suspendCheckScheduled = true;
     setImmediate(() => {
       this.suspendCheckScheduled = false;
-      if (!this.stopped && this.active === 0 && this.waits.size > 0) void this.suspend();
+      if (!this.stopped && this.active === 0 && this.waits.size > 0 && !this.order.busy()) void this.suspend();
     });
   }
 
   private async suspend(): Promise<void> {
     this.stopped = true;
+    this.order.close();
     const waits = [...this.waits.values()];
     const times = waits.map((w) => w.wakeAt).filter((t): t is number => t !== null);
     if (this.run.deadlineAt !== null) times.push(this.run.deadlineAt);
@@ -560,6 +686,7 @@ export class RunExecution implements WorkflowContext {
   private async settle(status: "succeeded" | "failed", value: unknown): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
+    this.order.close();
     let output: StoredValue | null = null;
     let error: string | null = null;
     if (status === "succeeded") {
@@ -606,19 +733,30 @@ export class RunExecution implements WorkflowContext {
       }
       // The database failed under us: give the run back to the executor to load again later.
       if (!this.stopped) {
-        this.stopped = true;
-        this.stopSignal.abort(error);
+        this.stop(error);
         this.host.released(this.runId, "store-error", error);
       }
       return false;
     }
   }
 
+  /** Writes a step's record with `also` in one commit, then waits for its turn to be handed over. */
+  private async writeAndDeliver(step: StepRecord, also: WriteOp[] = [], afterWrite?: () => void): Promise<boolean> {
+    if (!(await this.write([...also, { type: "step", step }]))) return false;
+    afterWrite?.();
+    return this.delivered(step.completion ?? null);
+  }
+
+  private stop(reason: unknown): void {
+    this.stopped = true;
+    this.order.close();
+    this.stopSignal.abort(reason);
+  }
+
   /** A store call failed under this run: let the executor load it again later; nothing is recorded. */
   private storeFailed<T>(error: unknown): Promise<T> {
     if (!this.stopped) {
-      this.stopped = true;
-      this.stopSignal.abort(error);
+      this.stop(error);
       this.host.released(this.runId, "store-error", error);
     }
     return never();
@@ -629,18 +767,24 @@ export class RunExecution implements WorkflowContext {
     return never();
   }
 
+  /**
+   * A journal record for the operation `began` names. Its completion ordinal is taken now, unless
+   * given (null: a record whose outcome the workflow does not see yet, a sleep's start).
+   */
   private record(
-    seq: number,
+    began: Began,
     name: string,
     kind: StepKind,
     startedAt: number,
     outcome: { output?: StoredValue | null; error?: unknown; errorText?: string | null },
     attempts: number,
+    fingerprint?: string,
+    completion: number | null = this.order.reserve(),
   ): StepRecord {
-    const failed = outcome.error !== undefined || outcome.errorText !== undefined;
+    const failed = "error" in outcome || outcome.errorText !== undefined;
     return {
       runId: this.runId,
-      seq,
+      seq: began.seq,
       name,
       kind,
       status: failed ? "failed" : "succeeded",
@@ -649,6 +793,9 @@ export class RunExecution implements WorkflowContext {
       startedAt,
       finishedAt: this.clock.now(),
       attempts,
+      path: storedPath(began),
+      completion,
+      fingerprint: fingerprint ?? null,
     };
   }
 
@@ -662,7 +809,19 @@ function storedText(text: string): StoredValue {
 }
 
 function toRow(step: StepRecord): StepRow {
-  return { ...step, output: step.output?.text ?? null, outputHash: step.output?.hash ?? null };
+  return {
+    ...step,
+    output: step.output?.text ?? null,
+    outputHash: step.output?.hash ?? null,
+    path: step.path ?? String(step.seq),
+    completion: step.completion ?? null,
+    fingerprint: step.fingerprint ?? null,
+  };
+}
+
+/** The path as stored: null where it is the seq's own text (most rows), to keep rows small. */
+function storedPath(began: Began): string | null {
+  return began.path === String(began.seq) ? null : began.path;
 }
 
 function validateStepOptions(options: StepOptions): void {

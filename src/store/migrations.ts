@@ -230,6 +230,18 @@ export const MIGRATIONS: readonly Migration[] = [
         LEFT JOIN cairn_model_calls m ON m.run_id = t.run_id AND m.seq = t.model_seq`,
     ],
   },
+  {
+    version: 3,
+    name: "replay order",
+    statements: [
+      // Where each operation was called (its path of positions; null = the seq itself), the order in
+      // which the workflow saw operations complete, and a fingerprint of what it was called with:
+      // what replay needs to reproduce concurrent and nested operations exactly (docs/replay.md).
+      `ALTER TABLE cairn_steps ADD COLUMN path TEXT`,
+      `ALTER TABLE cairn_steps ADD COLUMN completion INTEGER`,
+      `ALTER TABLE cairn_steps ADD COLUMN fingerprint TEXT`,
+    ],
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

@@ -48,6 +48,9 @@ export function toStepRow(raw: Raw): StepRow {
     startedAt: num(raw.started_at),
     finishedAt: numOrNull(raw.finished_at),
     attempts: num(raw.attempts),
+    path: strOrNull(raw.path) ?? String(num(raw.seq)),
+    completion: numOrNull(raw.completion),
+    fingerprint: strOrNull(raw.fingerprint),
   };
 }
 

@@ -67,6 +67,20 @@ export interface StepRecord {
   startedAt: number;
   finishedAt: number | null;
   attempts: number;
+  /**
+   * Where the operation was called, as positions from the workflow's top: `"7"` is the 8th
+   * top-level operation, `"7/2"` the 3rd operation called inside operation 7 (a tool's `execute`).
+   * Null (stored as such) means the path is the seq itself: a top-level operation in a run with no
+   * nesting, and every row written before paths existed.
+   */
+  path?: string | null;
+  /**
+   * The order in which the workflow saw operations complete (0, 1, 2, ... per run). Replay
+   * delivers recorded outcomes in this order, so concurrent branches interleave as they did live.
+   */
+  completion?: number | null;
+  /** What the operation was called with, where known (a prompt's or a tool input's hash). */
+  fingerprint?: string | null;
 }
 
 /** A journal row as read back: the payload is already resolved to its text. */
@@ -82,6 +96,10 @@ export interface StepRow {
   startedAt: number;
   finishedAt: number | null;
   attempts: number;
+  /** See StepRecord.path; resolved here (the seq's own text where the column is null). */
+  path: string;
+  completion: number | null;
+  fingerprint: string | null;
 }
 
 export interface NewRun {
@@ -153,6 +171,8 @@ export type WriteOp =
       at: number;
     }
   | { type: "suspend"; runId: string; wait: WaitCondition; at: number }
+  /** Records when the workflow saw a step that was written earlier complete (a sleep's wake-up). */
+  | { type: "completion"; runId: string; seq: number; completion: number }
   | RowOp;
 
 export interface ReceiveRequest {
@@ -163,6 +183,9 @@ export interface ReceiveRequest {
   now: number;
   /** Absolute time after which the receive ends empty-handed; null waits forever. */
   deadline: number | null;
+  path?: string | null;
+  /** The completion ordinal to record if the receive ends now (a message, or the deadline). */
+  completion?: number | null;
 }
 
 export type ReceiveResult =

@@ -90,6 +90,9 @@ export class PostgresWrites {
       attempts: [] as number[],
       payload: [] as (string | null)[],
       payloadSize: [] as (number | null)[],
+      path: [] as (string | null)[],
+      completion: [] as (number | null)[],
+      fingerprint: [] as (string | null)[],
     };
     commits.forEach((commit, i) => {
       for (const step of commit.steps) {
@@ -108,6 +111,9 @@ export class PostgresWrites {
         cols.attempts.push(step.attempts);
         cols.payload.push(hash === null ? null : step.output!.text);
         cols.payloadSize.push(hash === null ? null : step.output!.text.length);
+        cols.path.push(step.path ?? null);
+        cols.completion.push(step.completion ?? null);
+        cols.fingerprint.push(step.fingerprint ?? null);
       }
     });
     const result = await db.query<{ c: number }>({
@@ -118,9 +124,10 @@ export class PostgresWrites {
                ORDER BY r.id FOR SHARE OF r),
              v AS (
                SELECT * FROM unnest($3::int[], $4::text[], $5::int[], $6::text[], $7::text[], $8::text[], $9::text[],
-                 $10::text[], $11::text[], $12::bigint[], $13::bigint[], $14::int[], $15::text[], $16::int[])
+                 $10::text[], $11::text[], $12::bigint[], $13::bigint[], $14::int[], $15::text[], $16::int[],
+                 $17::text[], $18::int[], $19::text[])
                  AS v(c, run_id, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts,
-                   payload, payload_size)
+                   payload, payload_size, path, completion, fingerprint)
                WHERE v.c IN (SELECT f.c FROM f)),
              p AS (
                INSERT INTO cairn_payloads (hash, body, size, created_at)
@@ -129,11 +136,12 @@ export class PostgresWrites {
                ON CONFLICT (hash) DO NOTHING),
              s AS (
                INSERT INTO cairn_steps (run_id, seq, name, kind, status, output, output_hash, error, started_at,
-                 finished_at, attempts)
-               SELECT run_id, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts FROM v
+                 finished_at, attempts, path, completion, fingerprint)
+               SELECT run_id, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts,
+                 path, completion, fingerprint FROM v
                ON CONFLICT (run_id, seq) DO UPDATE SET status = excluded.status, output = excluded.output,
                  output_hash = excluded.output_hash, error = excluded.error, finished_at = excluded.finished_at,
-                 attempts = excluded.attempts
+                 attempts = excluded.attempts, completion = excluded.completion
                WHERE cairn_steps.status = 'pending')
            SELECT c FROM f`,
       values: [
@@ -153,6 +161,9 @@ export class PostgresWrites {
         cols.attempts,
         cols.payload,
         cols.payloadSize,
+        cols.path,
+        cols.completion,
+        cols.fingerprint,
       ],
     });
     return new Set(result.rows.map((r) => Number(r.c) - 1));
@@ -178,6 +189,9 @@ export class PostgresWrites {
       step.finishedAt,
       step.attempts,
       fence.executorId,
+      step.path ?? null,
+      step.completion ?? null,
+      step.fingerprint ?? null,
     ];
     if (step.kind !== "recv") {
       // Only a receive leaves a pending row to complete; any other step's seq is new, so this is a
@@ -185,8 +199,8 @@ export class PostgresWrites {
       const inserted = await db.query({
         name: "cairn_step_insert",
         text: `INSERT INTO cairn_steps (run_id, seq, name, kind, status, output, output_hash, error, started_at,
-                 finished_at, attempts)
-               SELECT $1, $2, $3, $4, $5, $6, NULL, $7, $8, $9, $10 FROM cairn_runs
+                 finished_at, attempts, path, completion, fingerprint)
+               SELECT $1, $2, $3, $4, $5, $6, NULL, $7, $8, $9, $10, $12, $13, $14 FROM cairn_runs
                WHERE id = $1 AND executor_id = $11 AND status = 'running' FOR SHARE`,
         values,
       });
@@ -198,11 +212,11 @@ export class PostgresWrites {
                SELECT 1 FROM cairn_runs WHERE id = $1 AND executor_id = $11 AND status = 'running' FOR SHARE),
              s AS (
                INSERT INTO cairn_steps (run_id, seq, name, kind, status, output, output_hash, error, started_at,
-                 finished_at, attempts)
-               SELECT $1, $2, $3, $4, $5, $6, NULL, $7, $8, $9, $10 FROM f
+                 finished_at, attempts, path, completion, fingerprint)
+               SELECT $1, $2, $3, $4, $5, $6, NULL, $7, $8, $9, $10, $12, $13, $14 FROM f
                ON CONFLICT (run_id, seq) DO UPDATE SET status = excluded.status, output = excluded.output,
                  output_hash = excluded.output_hash, error = excluded.error, finished_at = excluded.finished_at,
-                 attempts = excluded.attempts
+                 attempts = excluded.attempts, completion = excluded.completion
                WHERE cairn_steps.status = 'pending')
            SELECT count(*)::int AS held FROM f`,
       values,
@@ -282,6 +296,13 @@ export class PostgresWrites {
       }
       case "suspend":
         return this.suspend(db, op.runId, op.wait, op.at);
+      case "completion":
+        await db.query({
+          name: "cairn_step_completion",
+          text: "UPDATE cairn_steps SET completion = $1 WHERE run_id = $2 AND seq = $3",
+          values: [op.completion, op.runId, op.seq],
+        });
+        return;
       case "insert":
       case "update":
       case "delete": {
@@ -324,18 +345,19 @@ export class PostgresWrites {
       values: [runId, topic],
     });
     const message = found.rows[0];
-    const base = { runId, seq, name, kind: "recv" as const, error: null, startedAt: now, attempts: 1 };
+    const base = { runId, seq, name, kind: "recv" as const, error: null, startedAt: now, attempts: 1, path: request.path ?? null };
+    const completion = request.completion ?? null;
     if (message !== undefined) {
       await db.query({
         name: "cairn_consume",
         text: "UPDATE cairn_messages SET consumed_by = $1, consumed_at = $2 WHERE id = $3",
         values: [`${runId}:${seq}`, now, message.id],
       });
-      await this.step(db, { ...base, status: "succeeded", output: { text: message.body, hash: null }, finishedAt: now });
+      await this.step(db, { ...base, status: "succeeded", output: { text: message.body, hash: null }, finishedAt: now, completion });
       return { status: "received", text: message.body };
     }
     if (deadline !== null && now >= deadline) {
-      await this.step(db, { ...base, status: "succeeded", output: { text: '{"$c":"undefined"}', hash: null }, finishedAt: now });
+      await this.step(db, { ...base, status: "succeeded", output: { text: '{"$c":"undefined"}', hash: null }, finishedAt: now, completion });
       return { status: "timed-out" };
     }
     // The pending row remembers the deadline across unloads and crashes.
@@ -407,8 +429,10 @@ export class PostgresWrites {
     await this.run(db, fork);
     await db.query({
       name: "cairn_fork_steps",
-      text: `INSERT INTO cairn_steps (run_id, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts)
-             SELECT $1, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts
+      text: `INSERT INTO cairn_steps (run_id, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts,
+               path, completion, fingerprint)
+             SELECT $1, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts,
+               path, completion, fingerprint
              FROM cairn_steps WHERE run_id = $2 AND seq < $3 AND status <> 'pending'`,
       values: [fork.id, runId, fromSeq],
     });
@@ -422,11 +446,12 @@ export class PostgresWrites {
       name: "cairn_step",
       // A pending row (a wait that began) is the only row a later write may replace.
       text: `WITH ${PAYLOAD_CTE}
-             INSERT INTO cairn_steps (run_id, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts)
-             VALUES ($5, $6, $7, $8, $9, $10, $1, $11, $4, $12, $13)
+             INSERT INTO cairn_steps (run_id, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts,
+               path, completion, fingerprint)
+             VALUES ($5, $6, $7, $8, $9, $10, $1, $11, $4, $12, $13, $14, $15, $16)
              ON CONFLICT (run_id, seq) DO UPDATE SET status = excluded.status, output = excluded.output,
                output_hash = excluded.output_hash, error = excluded.error, finished_at = excluded.finished_at,
-               attempts = excluded.attempts
+               attempts = excluded.attempts, completion = excluded.completion
              WHERE cairn_steps.status = 'pending'`,
       values: [
         ...payloadValues(step.output, step.startedAt),
@@ -439,6 +464,9 @@ export class PostgresWrites {
         step.error,
         step.finishedAt,
         step.attempts,
+        step.path ?? null,
+        step.completion ?? null,
+        step.fingerprint ?? null,
       ],
     });
   }

@@ -25,7 +25,8 @@ export class SqliteWrites {
     | "suspend"
     | "inbox"
     | "consume"
-    | "childFinished",
+    | "childFinished"
+    | "completion",
     Statement
   >;
   private messagePosition = 0;
@@ -42,11 +43,12 @@ export class SqliteWrites {
       ),
       // A pending row (a wait that began) is the only row a later write may replace.
       step: db.prepare(
-        `INSERT INTO cairn_steps (run_id, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        `INSERT INTO cairn_steps (run_id, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts,
+           path, completion, fingerprint)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (run_id, seq) DO UPDATE SET status = excluded.status, output = excluded.output,
            output_hash = excluded.output_hash, error = excluded.error, finished_at = excluded.finished_at,
-           attempts = excluded.attempts
+           attempts = excluded.attempts, completion = excluded.completion
          WHERE cairn_steps.status = 'pending'`,
       ),
       run: db.prepare(
@@ -81,6 +83,7 @@ export class SqliteWrites {
          WHERE m.run_id = ? AND m.topic = ? AND m.consumed_at IS NULL ORDER BY m.position, m.id LIMIT 1`,
       ),
       consume: db.prepare("UPDATE cairn_messages SET consumed_by = ?, consumed_at = ? WHERE id = ?"),
+      completion: db.prepare("UPDATE cairn_steps SET completion = ? WHERE run_id = ? AND seq = ?"),
       childFinished: db.prepare(
         `SELECT 1 FROM cairn_runs WHERE id IN (SELECT value FROM json_each(?))
          AND status IN ('succeeded', 'failed', 'cancelled') LIMIT 1`,
@@ -120,6 +123,9 @@ export class SqliteWrites {
       case "suspend":
         this.s.suspend.run(this.wakeAt(op.runId, op.wait, op.at), op.at, op.runId);
         return;
+      case "completion":
+        this.s.completion.run(op.completion, op.runId, op.seq);
+        return;
       case "insert":
       case "update":
       case "delete": {
@@ -157,14 +163,15 @@ export class SqliteWrites {
   receive(request: ReceiveRequest): ReceiveResult {
     const { runId, seq, name, topic, now, deadline } = request;
     const message = this.s.inbox.get(runId, topic) as { id: string; body: string } | undefined;
-    const base = { runId, seq, name, kind: "recv" as const, error: null, startedAt: now, attempts: 1 };
+    const base = { runId, seq, name, kind: "recv" as const, error: null, startedAt: now, attempts: 1, path: request.path ?? null };
+    const completion = request.completion ?? null;
     if (message !== undefined) {
       this.s.consume.run(`${runId}:${seq}`, now, message.id);
-      this.step({ ...base, status: "succeeded", output: { text: message.body, hash: null }, finishedAt: now });
+      this.step({ ...base, status: "succeeded", output: { text: message.body, hash: null }, finishedAt: now, completion });
       return { status: "received", text: message.body };
     }
     if (deadline !== null && now >= deadline) {
-      this.step({ ...base, status: "succeeded", output: { text: '{"$c":"undefined"}', hash: null }, finishedAt: now });
+      this.step({ ...base, status: "succeeded", output: { text: '{"$c":"undefined"}', hash: null }, finishedAt: now, completion });
       return { status: "timed-out" };
     }
     // The pending row remembers the deadline across unloads and crashes.
@@ -228,8 +235,9 @@ export class SqliteWrites {
     this.run(fork);
     this.db
       .prepare(
-        `INSERT INTO cairn_steps (run_id, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts)
-         SELECT ?, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts
+        `INSERT INTO cairn_steps (run_id, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts,
+           path, completion, fingerprint)
+         SELECT ?, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts, path, completion, fingerprint
          FROM cairn_steps WHERE run_id = ? AND seq < ? AND status <> 'pending'`,
       )
       .run(fork.id, runId, fromSeq);
@@ -257,6 +265,9 @@ export class SqliteWrites {
       step.startedAt,
       step.finishedAt,
       step.attempts,
+      step.path ?? null,
+      step.completion ?? null,
+      step.fingerprint ?? null,
     );
   }
 
