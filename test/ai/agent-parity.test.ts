@@ -5,7 +5,7 @@ import { InvalidSpecError, type Cairn } from "../../src/index.js";
 import { toolContext, type AgentOutput } from "../../src/ai/index.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
-import { answer, plainText, toolThenAnswer } from "./scripted-model.js";
+import { answer, plainText, toolCall, toolOutputs, toolThenAnswer } from "./scripted-model.js";
 
 const lookUpInput = jsonSchema<{ id: number }>({ type: "object", properties: { id: { type: "number" } }, required: ["id"] });
 
@@ -156,6 +156,52 @@ describe.each(BACKENDS)("cairn.agent at parity with ToolLoopAgent on $name", (ba
     const memory = await cairn.store().select<{ agent: string; key: string }>("SELECT agent, key FROM cairn_memory");
     expect(memory).toEqual([{ agent: "notes", key: "last-order" }]);
     expect(() => toolContext({ toolCallId: "x", messages: [] })).toThrow(/inside a tool run by cairn.agent or ctx.tools/);
+  });
+
+  it("replays a tool's memory and artifact writes after a restart without writing them again", async () => {
+    const db = await env.database();
+    const model = new MockLanguageModelV3({
+      doGenerate: async (call) => {
+        const seen = toolOutputs(call).length;
+        if (seen === 0) return answer([toolCall("note", { id: 5 })], "tool-calls");
+        if (seen === 1) return answer([toolCall("lookUp", { id: 5 })], "tool-calls");
+        return answer([{ type: "text", text: "noted and looked up" }]);
+      },
+    });
+    const notes: number[] = [];
+    const define = (cairn: Cairn) =>
+      cairn.agent("noter", {
+        model,
+        tools: {
+          ...lookUpTools([]),
+          note: tool({
+            inputSchema: lookUpInput,
+            execute: async ({ id }, options) => {
+              notes.push(id);
+              const ctx = toolContext(options);
+              return { version: await ctx.memory.set("order", id), artifact: (await ctx.artifacts.put("note.txt", `order ${id}`)).name };
+            },
+          }),
+        },
+        permissions: { lookUp: "approve" },
+      });
+    const first = env.cairn(db, { pollIntervalMs: 50 });
+    const agent = define(first);
+    await first.launch();
+    await agent.start({ prompt: "Note order 5, then look it up" }, { id: "noter" });
+    const request = await eventually(async () => (await first.approvals.list({ runId: "noter" }))[0]);
+    await first.shutdown();
+
+    const second = env.cairn(db, { pollIntervalMs: 50 });
+    define(second);
+    await second.launch();
+    await second.approvals.approve("noter", request.toolCallId, { by: "ops" });
+    const out = await second.run<AgentOutput>("noter").result();
+    expect(out.text).toBe("noted and looked up");
+    expect(out.toolResults[0]!.output).toEqual({ version: 1, artifact: "note.txt" });
+    expect(notes).toEqual([5]);
+    const versions = await second.store().select<{ n: number }>("SELECT count(*) AS n FROM cairn_memory WHERE key = 'order'");
+    expect(Number(versions[0]!.n)).toBe(1);
   });
 
   it("refuses what it cannot make durable, by name", () => {
