@@ -96,6 +96,9 @@ export function validateAgentSpec(name: string, spec: AgentSpec): void {
     throw new InvalidSpecError("model", spec.model, `agent "${name}" needs an AI SDK language model (e.g. provider.chatModel("id"))`);
   }
   validateBudget(spec.budget);
+  if (spec.system !== undefined && spec.instructions !== undefined) {
+    throw new InvalidSpecError("instructions", spec.instructions, `agent "${name}" has both system and instructions: give one (they are the same prompt)`);
+  }
   if (spec.onBudgetExceeded !== undefined && !["fail", "ask"].includes(spec.onBudgetExceeded)) {
     throw new InvalidSpecError("onBudgetExceeded", spec.onBudgetExceeded, 'must be "fail" or "ask"');
   }
