@@ -1,9 +1,12 @@
 import "./ai/sdk-errors.js";
+import type { ToolLoopAgent } from "ai";
+import { approvalKeyBytes } from "./ai/approval-channel.js";
 import { Approvals } from "./ai/approvals.js";
 import { agentBody, validateAgentSpec, type Agent, type AgentSpec } from "./ai/agent.js";
-import { agentContext, type AgentContext } from "./ai/agent-context.js";
+import { agentContext, type AgentContext, type AgentSettings } from "./ai/agent-context.js";
 import { readStream, type StreamChunk } from "./ai/stream-chunks.js";
-import { CairnRuntime } from "./engine/cairn.js";
+import { fromToolLoopAgent, isToolLoopAgent, type CairnAgentOptions } from "./ai/tool-loop-agent.js";
+import { CairnRuntime, type CairnOptions } from "./engine/cairn.js";
 import type { Workflow, WorkflowOptions } from "./engine/workflow.js";
 
 /**
@@ -13,18 +16,28 @@ import type { Workflow, WorkflowOptions } from "./engine/workflow.js";
  * that wait for a human.
  */
 export class Cairn extends CairnRuntime {
-  readonly approvals = new Approvals({
-    ready: () => this.readyStore(),
-    now: () => this.clock.now(),
-    poke: () => this.poke(),
-  });
+  readonly approvals: Approvals;
+  private readonly agentSettings: AgentSettings;
+
+  constructor(options: CairnOptions = {}) {
+    // Checked before the store opens, so that a bad key leaves nothing open.
+    const approvalKey = approvalKeyBytes(options.approvalKey ?? (process.env.CAIRN_APPROVAL_KEY || undefined));
+    super(options);
+    this.agentSettings = { approvalKey };
+    this.approvals = new Approvals({
+      ready: () => this.readyStore(),
+      now: () => this.clock.now(),
+      poke: () => this.poke(),
+      approvalKey,
+    });
+  }
 
   override workflow<Input, Output>(
     name: string,
     fn: (ctx: AgentContext, input: Input) => Promise<Output>,
     options: WorkflowOptions<Input> = {},
   ): Workflow<Input, Output> {
-    return super.workflow(name, (ctx, input: Input) => fn(agentContext(ctx), input), options);
+    return super.workflow(name, (ctx, input: Input) => fn(agentContext(ctx, this.agentSettings), input), options);
   }
 
   /**
@@ -35,9 +48,15 @@ export class Cairn extends CairnRuntime {
     yield* readStream(await this.readyStore(), runId, options);
   }
 
-  /** Registers an agent: a workflow whose body is the AI SDK tool loop, made durable. */
-  agent(name: string, spec: AgentSpec): Agent {
-    validateAgentSpec(name, spec);
-    return super.workflow(name, agentBody(spec));
+  /**
+   * Registers an agent: a workflow whose body is the AI SDK tool loop, made durable. Give it a spec
+   * (the `ToolLoopAgent` settings plus Cairn's), or an AI SDK `ToolLoopAgent` and Cairn's options.
+   */
+  agent(name: string, spec: AgentSpec): Agent;
+  agent(name: string, agent: ToolLoopAgent<never, any, any>, options?: CairnAgentOptions): Agent;
+  agent(name: string, spec: AgentSpec | ToolLoopAgent<never, any, any>, options: CairnAgentOptions = {}): Agent {
+    const full = isToolLoopAgent(spec) ? fromToolLoopAgent(name, spec, options) : spec;
+    validateAgentSpec(name, full);
+    return super.workflow(name, agentBody(full, this.agentSettings));
   }
 }

@@ -4,20 +4,32 @@ import type { WorkflowContext } from "../engine/context.js";
 import { DURABLE_RUN, durableRun } from "../engine/durable-run.js";
 import type { Budget } from "./budget.js";
 import { durableTools, type Permissions } from "./durable-tools.js";
-import { recordedModel, type RecordedModelOptions } from "./recorded-model.js";
+import type { RecordedModelOptions } from "./recorded-model.js";
 import type { Agent, AgentInput, AgentOutput } from "./agent.js";
 import { agentState } from "./agent-state.js";
 import { artifactsFor, type Artifacts } from "./artifacts.js";
 import { memoryFor, type Memory } from "./memory.js";
+import { budgetedModel, openRunBudget, type ModelBudgetOptions } from "./model-budget.js";
 
 /**
  * The run context with the durable agent primitives, for workflows that run their own AI SDK loop
  * (`generateText` / `streamText`) instead of `cairn.agent`.
  */
 export interface AgentContext extends WorkflowContext {
-  /** The model, its calls recorded and replayed (see `recordedModel` for the failure semantics). */
-  model(model: LanguageModelV3, options?: RecordedModelOptions): LanguageModelV3;
-  /** The tools, each execution a durable step behind its permission (see `durableTools`). */
+  /**
+   * The model, its calls recorded and replayed (see `recordedModel` for the failure semantics).
+   * Every call is checked against, and charged to, the run's budget (`ctx.budget`, or an agent's)
+   * when it has one. `{ budget }` gives this handle a budget of its own, nested in the run's: both
+   * are checked before each call and charged in the call's transaction (see `budgetedModel`).
+   */
+  model(model: LanguageModelV3, options?: RecordedModelOptions & ModelBudgetOptions): LanguageModelV3;
+  /**
+   * Opens the run's budget: every model call of the run from here on (through `ctx.model`, in any
+   * workflow) is checked before it starts and charged in its transaction, as an agent's budget is.
+   * Once per run; a delegated or agent run already has one.
+   */
+  budget(budget: Budget, options?: Pick<ModelBudgetOptions, "pricing">): Promise<void>;
+  /** The tools, each execution a durable step behind its permission or `needsApproval` (see `durableTools`). */
   tools<T extends ToolSet>(tools: T, permissions?: Permissions): T;
   /**
    * Runs a sub-agent as a child run and returns its output. Its budget is carved out of this run's:
@@ -30,13 +42,22 @@ export interface AgentContext extends WorkflowContext {
   readonly artifacts: Artifacts;
 }
 
-export function agentContext(ctx: WorkflowContext): AgentContext {
+/** What the Cairn that runs a workflow tells its agent helpers. */
+export interface AgentSettings {
+  /** Approval decisions must be signed with this key (see approval-channel.ts). */
+  approvalKey?: Uint8Array | undefined;
+}
+
+export function agentContext(ctx: WorkflowContext, settings: AgentSettings = {}): AgentContext {
   const run = durableRun(ctx);
-  const extras: Partial<AgentContext> = {
-    model: (model, options = {}) => {
-      const scopeId = agentState(run).scopeId;
-      return recordedModel(run, model, scopeId === undefined ? options : { scopeId, ...options });
-    },
+  const state = agentState(run);
+  if (settings.approvalKey !== undefined) state.approvalKey = settings.approvalKey;
+  // One context per run: a wrapper that already is one (agentBody inside Cairn.workflow) is reused.
+  if ((ctx as { [AGENT_CONTEXT]?: boolean })[AGENT_CONTEXT] === true) return ctx as AgentContext;
+  const extras: Partial<AgentContext> & { [AGENT_CONTEXT]: true } = {
+    [AGENT_CONTEXT]: true,
+    model: (model, options = {}) => budgetedModel(run, model, options),
+    budget: (budget, options = {}) => openRunBudget(run, budget, options),
     tools: (tools, permissions) => durableTools(run, proxy, tools, permissions),
     delegate: async (agent, input, options = {}) => {
       const scope = agentState(run).scopeId ?? null;
@@ -49,10 +70,12 @@ export function agentContext(ctx: WorkflowContext): AgentContext {
   const proxy = new Proxy(run, {
     get(target, prop) {
       if (prop === DURABLE_RUN) return target;
-      if (Object.prototype.hasOwnProperty.call(extras, prop)) return extras[prop as keyof AgentContext];
+      if (Object.prototype.hasOwnProperty.call(extras, prop)) return extras[prop as keyof typeof extras];
       const value: unknown = Reflect.get(target, prop, target);
       return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
     },
   }) as unknown as AgentContext;
   return proxy;
 }
+
+const AGENT_CONTEXT = Symbol("cairn.agentContext");

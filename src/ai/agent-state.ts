@@ -17,6 +17,10 @@ export interface AgentRunState {
   scopeId: string | undefined;
   /** The last model call's prompt (live or replayed): the base of the next prompt's delta. */
   lastPrompt: LastPrompt | undefined;
+  /** How many model handles with a budget of their own the run has made: names their scopes. */
+  modelBudgets: number;
+  /** The application's approval key: decisions must be signed with it (see approval-channel.ts). */
+  approvalKey: Uint8Array | undefined;
   /** Orders model calls that check a budget before taking their seq (onBudgetExceeded: "ask"). */
   readonly modelOrder: Mutex;
 }
@@ -26,7 +30,7 @@ const states = new WeakMap<DurableRun, AgentRunState>();
 export function agentState(run: DurableRun): AgentRunState {
   let state = states.get(run);
   if (state === undefined) {
-    state = { toolCallModelSeq: new Map(), storedMessages: new Set(), costUsd: 0, pricing: undefined, scopeId: undefined, lastPrompt: undefined, modelOrder: new Mutex() };
+    state = { toolCallModelSeq: new Map(), storedMessages: new Set(), costUsd: 0, pricing: undefined, scopeId: undefined, lastPrompt: undefined, modelBudgets: 0, approvalKey: undefined, modelOrder: new Mutex() };
     states.set(run, state);
   }
   return state;

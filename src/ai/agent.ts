@@ -1,20 +1,37 @@
 import type { LanguageModelV3 } from "@ai-sdk/provider";
-import { generateText, jsonSchema, stepCountIs, tool, type ModelMessage, type ToolSet } from "ai";
+import { generateText, jsonSchema, stepCountIs, tool, type ModelMessage, type OutputInterface as OutputSpec, type ToolLoopAgentSettings, type ToolSet } from "ai";
 import { InvalidSpecError } from "../errors.js";
 import type { WorkflowContext } from "../engine/context.js";
 import { durableRun } from "../engine/durable-run.js";
 import type { Workflow } from "../engine/workflow.js";
+import { agentContext, type AgentSettings } from "./agent-context.js";
 import { agentState } from "./agent-state.js";
 import { openScopeOp, tighter, validateBudget, type Budget } from "./budget.js";
 import { durableTools, type Permissions } from "./durable-tools.js";
 import type { Pricing } from "./pricing.js";
 import { recordedModel } from "./recorded-model.js";
 
-export interface AgentSpec {
+/**
+ * The `ToolLoopAgent` settings Cairn passes through to the AI SDK loop unchanged: `instructions`,
+ * `stopWhen`, `prepareStep`, `toolChoice`, `activeTools`, `output`, `providerOptions`, call settings
+ * (`temperature`, `maxOutputTokens`, `topP`, `topK`, `presencePenalty`, `frequencyPenalty`,
+ * `stopSequences`, `seed`, `headers`), `experimental_context`, `experimental_repairToolCall`,
+ * `experimental_telemetry` and the callbacks `onStepFinish` / `onFinish`. Not taken: `maxRetries`
+ * and `timeout` (Cairn retries and times model calls itself: `modelRetries`, `modelTimeoutMs`),
+ * and call options (`callOptionsSchema`, `prepareCall`: an agent's input is its prompt or messages).
+ * Callbacks run again when a run replays (with the recorded results).
+ */
+export type LoopSettings = Omit<
+  ToolLoopAgentSettings<never, ToolSet, OutputSpec>,
+  "model" | "tools" | "id" | "maxRetries" | "timeout" | "callOptionsSchema" | "prepareCall" | "experimental_toolApprovalSecret" | "experimental_download"
+>;
+
+export interface AgentSpec extends LoopSettings {
   /** Any Vercel AI SDK language model (specification v3). */
   model: LanguageModelV3;
+  /** The system prompt (the AI SDK's `instructions`; either name works). */
   system?: string;
-  /** AI SDK tools; each execution is a durable step. */
+  /** AI SDK tools; each execution is a durable step. `needsApproval` waits for a Cairn approval. */
   tools?: ToolSet;
   /** Per tool: "allow" (default) | "deny" | "approve" | (input, ctx) => decision. */
   permissions?: Permissions;
@@ -22,7 +39,7 @@ export interface AgentSpec {
   pricing?: Pricing;
   /** Other agents this one may delegate to, offered to the model as tools. */
   agents?: Record<string, { agent: Agent; description: string; budget?: Budget }>;
-  /** Model calls per run before the loop stops. Default 20. */
+  /** Model calls per run before the loop stops, when `stopWhen` is not given. Default 20. */
   maxSteps?: number;
   /** Further attempts after a failed provider call. Default 2. */
   modelRetries?: number;
@@ -37,11 +54,37 @@ export type AgentInput = ({ prompt: string } | { messages: ModelMessage[] }) & {
   delegation?: { parentScope: string | null; budget: Budget | null };
 };
 
+/** A tool call the model made, in any step of the loop. */
+export interface AgentToolCall {
+  toolCallId: string;
+  toolName: string;
+  input: unknown;
+}
+
+/** A tool's result (a denied call's is `{ denied: true, reason }`; the model saw `execution-denied`). */
+export interface AgentToolResult extends AgentToolCall {
+  output: unknown;
+}
+
 export interface AgentOutput {
+  /** The last step's text. */
   text: string;
+  /** How many model calls (loop steps) the run made. */
   steps: number;
   usage: { inputTokens: number; outputTokens: number; totalTokens: number };
   costUsd: number;
+  /** Why the last step ended ("stop", "tool-calls", "length", ...). */
+  finishReason: string;
+  /** Every step's tool calls and results, in order (the AI SDK result's are the last step's only). */
+  toolCalls: AgentToolCall[];
+  toolResults: AgentToolResult[];
+  /** Every step's reasoning text, in order; `reasoningText` joins them (undefined when none). */
+  reasoning: string[];
+  reasoningText: string | undefined;
+  /** The structured output, parsed, when the spec has `output` (e.g. `Output.object({ schema })`). */
+  output?: unknown;
+  /** The messages the loop added (assistant and tool messages): append them to continue the conversation. */
+  response: { messages: ModelMessage[] };
 }
 
 export type Agent = Workflow<AgentInput, AgentOutput>;
@@ -53,6 +96,9 @@ export function validateAgentSpec(name: string, spec: AgentSpec): void {
     throw new InvalidSpecError("model", spec.model, `agent "${name}" needs an AI SDK language model (e.g. provider.chatModel("id"))`);
   }
   validateBudget(spec.budget);
+  if (spec.system !== undefined && spec.instructions !== undefined) {
+    throw new InvalidSpecError("instructions", spec.instructions, `agent "${name}" has both system and instructions: give one (they are the same prompt)`);
+  }
   if (spec.onBudgetExceeded !== undefined && !["fail", "ask"].includes(spec.onBudgetExceeded)) {
     throw new InvalidSpecError("onBudgetExceeded", spec.onBudgetExceeded, 'must be "fail" or "ask"');
   }
@@ -73,8 +119,9 @@ export function validateAgentSpec(name: string, spec: AgentSpec): void {
  * The body of an agent's workflow: the AI SDK tool loop over a recorded model and durable tools.
  * An agent is a workflow, so start, handles, cancel, resume, fork and the CLI work on it unchanged.
  */
-export function agentBody(spec: AgentSpec) {
-  return async (ctx: WorkflowContext, input: AgentInput): Promise<AgentOutput> => {
+export function agentBody(spec: AgentSpec, settings: AgentSettings = {}) {
+  return async (workflowCtx: WorkflowContext, input: AgentInput): Promise<AgentOutput> => {
+    const ctx = agentContext(workflowCtx, settings);
     const run = durableRun(ctx);
     const state = agentState(run);
     state.pricing = spec.pricing;
@@ -90,30 +137,63 @@ export function agentBody(spec: AgentSpec) {
       });
       state.scopeId = run.runId;
     }
-    const model = recordedModel(run, spec.model, {
+    const modelOptions = {
       scopeId: state.scopeId,
       retries: spec.modelRetries ?? 2,
       onBudgetExceeded: spec.onBudgetExceeded ?? "fail",
       ...(spec.modelTimeoutMs === undefined ? {} : { timeoutMs: spec.modelTimeoutMs }),
-    });
+    } as const;
+    const recorded = new WeakMap<object, LanguageModelV3>();
+    const record = (model: unknown, field: string): LanguageModelV3 => {
+      if (model === null || typeof model !== "object" || typeof (model as LanguageModelV3).doGenerate !== "function") {
+        throw new InvalidSpecError(field, model, "Cairn records model calls of AI SDK language model objects (e.g. provider.chatModel(\"id\")), not model id strings");
+      }
+      let wrapped = recorded.get(model);
+      if (wrapped === undefined) recorded.set(model, (wrapped = recordedModel(run, model as LanguageModelV3, modelOptions)));
+      return wrapped;
+    };
     const tools: ToolSet = { ...durableTools(run, ctx, spec.tools ?? {}, spec.permissions), ...subAgentTools(ctx, spec, state.scopeId) };
     const conversation = "messages" in input ? { messages: input.messages } : { prompt: input.prompt };
+    const {
+      model: _model, system, instructions, tools: _tools, permissions: _permissions, budget: _budget, pricing: _pricing, agents: _agents,
+      maxSteps, modelRetries: _retries, modelTimeoutMs: _timeout, onBudgetExceeded: _onBudget, prepareStep, stopWhen, ...loop
+    } = spec;
     const result = await generateText({
-      model,
-      ...(spec.system === undefined ? {} : { system: spec.system }),
+      ...loop,
+      model: record(spec.model, "model"),
+      ...(instructions !== undefined ? { system: instructions } : system !== undefined ? { system } : {}),
       ...conversation,
       tools,
-      stopWhen: stepCountIs(spec.maxSteps ?? 20),
+      stopWhen: stopWhen ?? stepCountIs(maxSteps ?? 20),
+      ...(prepareStep === undefined
+        ? {}
+        : {
+            // A model chosen per step is recorded like the agent's own.
+            prepareStep: async (options) => {
+              const prepared = await prepareStep(options);
+              return prepared?.model === undefined ? prepared : { ...prepared, model: record(prepared.model, "prepareStep().model") };
+            },
+          }),
       // Cairn retries and records provider failures itself (modelRetries).
       maxRetries: 0,
     });
     const inputTokens = result.totalUsage.inputTokens ?? 0;
     const outputTokens = result.totalUsage.outputTokens ?? 0;
+    const reasoning = result.steps.flatMap((step) => (step.reasoningText === undefined ? [] : [step.reasoningText]));
     return {
       text: result.text,
       steps: result.steps.length,
       usage: { inputTokens, outputTokens, totalTokens: inputTokens + outputTokens },
       costUsd: state.costUsd,
+      finishReason: result.finishReason,
+      toolCalls: result.steps.flatMap((step) => step.toolCalls.map((c) => ({ toolCallId: c.toolCallId, toolName: c.toolName, input: c.input }))),
+      toolResults: result.steps.flatMap((step) =>
+        step.toolResults.map((r) => ({ toolCallId: r.toolCallId, toolName: r.toolName, input: r.input, output: r.output })),
+      ),
+      reasoning,
+      reasoningText: reasoning.length === 0 ? undefined : reasoning.join("\n"),
+      ...(spec.output === undefined ? {} : { output: result.output as unknown }),
+      response: { messages: result.response.messages },
     };
   };
 }

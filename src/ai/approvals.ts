@@ -1,13 +1,14 @@
-import { CairnError } from "../errors.js";
+import { randomUUID } from "node:crypto";
+import { CairnError, InvalidSpecError, RunNotFoundError } from "../errors.js";
 import { decodeValue } from "../store/codec.js";
 import type { Store } from "../store/store.js";
 import { toStored } from "../engine/values.js";
-import { approvalTopic, type ApprovalDecision } from "./durable-tools.js";
+import { approvalTopic, signDecision, type ApprovalDecision, type DecisionMessage } from "./approval-channel.js";
 
 export interface PendingApproval {
   runId: string;
   toolCallId: string;
-  /** "tool": a tool call behind an "approve" permission; "budget": a request to raise a spent budget. */
+  /** "tool": a tool call behind an "approve" permission or `needsApproval`; "budget": a request to raise a spent budget. */
   kind: "tool" | "budget";
   toolName: string;
   input: unknown;
@@ -23,6 +24,9 @@ interface ApprovalRow {
   input: string | null;
   status: string;
   requested_at: number;
+  decided_by: string | null;
+  decided_at: number | string | null;
+  reason: string | null;
 }
 
 /** What the approvals API needs from Cairn. */
@@ -31,19 +35,28 @@ export interface ApprovalsHost {
   now(): number;
   /** New work may be claimable here (the decision wakes a waiting run). */
   poke(): void;
+  /** The application's approval key: decisions are signed with it (`new Cairn({ approvalKey })`). */
+  approvalKey: Uint8Array | undefined;
 }
 
 /**
- * Human approvals of tool calls, from this process or any other sharing the database.
+ * Human approvals of tool calls, from this process or any other sharing the database: the only way
+ * to decide one (a message on an approval topic from anywhere else is refused, see
+ * approval-channel.ts).
  *
- * Failure semantics: a decision commits the approval row and a message to the waiting run in one
- * transaction; the run consumes the message exactly once. Deciding twice is refused.
+ * Failure semantics: a decision commits the approval row (status, who decided, when, why) and the
+ * message that wakes the run in one transaction; the run acts only on a message its row confirms.
+ * Deciding twice — in sequence or racing — is refused for all but the first decision, as is
+ * deciding for a cancelled run (its requests are withdrawn until it is resumed). With an approval
+ * key, the decision is signed with it, and a run of an application holding the key acts only on
+ * decisions signed with that key.
  */
 export class Approvals {
   constructor(private readonly host: ApprovalsHost) {}
 
   /** Pending approvals, oldest first. */
   async list(filter: { runId?: string } = {}): Promise<PendingApproval[]> {
+    if (filter.runId !== undefined && typeof filter.runId !== "string") throw new InvalidSpecError("runId", filter.runId, "must be a run id (a string)");
     const store = await this.host.ready();
     const columns = "run_id, request_seq, kind, tool_call_id, tool_name, input, status, requested_at";
     const rows =
@@ -66,32 +79,38 @@ export class Approvals {
   }
 
   async approve(runId: string, toolCallId: string, options: { by?: string } = {}): Promise<void> {
+    checkOptions(options, ["by"]);
     await this.decide(runId, toolCallId, { approved: true, by: options.by ?? null, reason: null });
   }
 
   async deny(runId: string, toolCallId: string, options: { by?: string; reason?: string } = {}): Promise<void> {
+    checkOptions(options, ["by", "reason"]);
     await this.decide(runId, toolCallId, { approved: false, by: options.by ?? null, reason: options.reason ?? null });
   }
 
   private async decide(runId: string, toolCallId: string, decision: ApprovalDecision): Promise<void> {
+    if (typeof runId !== "string" || runId === "") throw new InvalidSpecError("runId", runId, "must be a non-empty run id");
+    if (typeof toolCallId !== "string" || toolCallId === "") throw new InvalidSpecError("toolCallId", toolCallId, "must be a non-empty tool call id (see cairn.approvals.list)");
     const store = await this.host.ready();
-    // The newest request under this id: a provider's tool call ids are unique in a conversation,
-    // not necessarily across every conversation a run holds.
-    const [row] = await store.select<ApprovalRow>(
-      `SELECT run_id, request_seq, kind, tool_call_id, tool_name, input, status, requested_at FROM cairn_approvals
-       WHERE run_id = $1 AND tool_call_id = $2 ORDER BY (CASE WHEN status = 'pending' THEN 0 ELSE 1 END), request_seq DESC`,
-      [runId, toolCallId],
-    );
+    const run = await store.getRun(runId);
+    if (run === undefined) throw new RunNotFoundError(runId);
+    if (run.status === "cancelled") {
+      throw new CairnError(
+        `run ${runId} is cancelled: its approval requests are withdrawn — resume it (\`cairn resume ${runId}\`) to decide tool call ${toolCallId}`,
+        { runId },
+      );
+    }
+    const row = await this.request(store, runId, toolCallId);
     if (row === undefined) {
       throw new CairnError(`run ${runId} has no approval request for tool call ${toolCallId} — list them with \`cairn approvals\``, {
         runId,
       });
     }
-    if (row.status !== "pending") {
-      throw new CairnError(`the approval of tool call ${toolCallId} in run ${runId} was already decided (${row.status})`, { runId });
-    }
+    if (row.status !== "pending") throw alreadyDecided(runId, toolCallId, row);
     const requestSeq = Number(row.request_seq);
     const at = this.host.now();
+    const message: DecisionMessage = { ...decision };
+    if (this.host.approvalKey !== undefined) message.signature = signDecision(this.host.approvalKey, runId, requestSeq, row.tool_call_id, decision);
     await store.commit(null, [
       {
         type: "update",
@@ -102,16 +121,57 @@ export class Approvals {
       {
         type: "message",
         message: {
-          // One decision per request: a second one (a retry, a race) inserts nothing.
-          id: `approval:${runId}:${requestSeq}`,
+          // In Cairn's reserved id space: no user message can take it first.
+          id: `approval:${runId}:${requestSeq}:${randomUUID()}`,
           runId,
           topic: approvalTopic(requestSeq),
-          body: toStored(decision, "an approval decision"),
+          body: toStored(message, "an approval decision"),
           sender: decision.by,
           createdAt: at,
         },
       },
     ]);
+    // The update applies only to a pending row: if another decision (or a cancel) got there first,
+    // the row says so, and this decision — whose message the run will refuse — is reported refused.
+    const [after] = await store.select<ApprovalRow>(`${SELECT_REQUEST} WHERE run_id = $1 AND request_seq = $2`, [runId, requestSeq]);
+    const ours =
+      after !== undefined &&
+      after.status === (decision.approved ? "approved" : "denied") &&
+      Number(after.decided_at) === at &&
+      after.decided_by === decision.by &&
+      after.reason === decision.reason;
+    if (!ours) {
+      if (after?.status === "cancelled") throw new CairnError(`run ${runId} was cancelled while tool call ${toolCallId} was being decided: the request is withdrawn`, { runId });
+      throw alreadyDecided(runId, toolCallId, after ?? row);
+    }
     this.host.poke();
+  }
+
+  /** The newest request under this id: a provider's tool call ids are unique in a conversation, not across every conversation a run holds. */
+  private async request(store: Store, runId: string, toolCallId: string): Promise<ApprovalRow | undefined> {
+    const [row] = await store.select<ApprovalRow>(
+      `${SELECT_REQUEST} WHERE run_id = $1 AND tool_call_id = $2 ORDER BY (CASE WHEN status = 'pending' THEN 0 ELSE 1 END), request_seq DESC`,
+      [runId, toolCallId],
+    );
+    return row;
+  }
+}
+
+const SELECT_REQUEST = "SELECT run_id, request_seq, kind, tool_call_id, tool_name, input, status, requested_at, decided_by, decided_at, reason FROM cairn_approvals";
+
+function alreadyDecided(runId: string, toolCallId: string, row: ApprovalRow): CairnError {
+  if (row.status === "cancelled") {
+    return new CairnError(`the approval request for tool call ${toolCallId} in run ${runId} was withdrawn when the run was cancelled`, { runId });
+  }
+  const by = row.decided_by === null ? "" : ` by ${row.decided_by}`;
+  return new CairnError(`the approval of tool call ${toolCallId} in run ${runId} was already decided (${row.status}${by}); a decision is final`, { runId });
+}
+
+/** `by` and `reason`, when given, are non-empty strings; nothing else is accepted. */
+function checkOptions(options: unknown, allowed: readonly string[]): void {
+  if (options === null || typeof options !== "object") throw new InvalidSpecError("options", options, `must be an object with ${allowed.join(" / ")}`);
+  for (const [field, value] of Object.entries(options)) {
+    if (!allowed.includes(field)) throw new InvalidSpecError(field, value, `not an option of this decision (${allowed.join(", ")})`);
+    if (value !== undefined && (typeof value !== "string" || value === "")) throw new InvalidSpecError(field, value, "must be a non-empty string");
   }
 }

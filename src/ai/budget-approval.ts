@@ -1,7 +1,8 @@
 import { BudgetExceededError } from "../errors.js";
 import type { DurableRun } from "../engine/durable-run.js";
 import { exceeded, extendOp, scopeChain, type Budget } from "./budget.js";
-import { approvalTopic, requestApproval, type ApprovalDecision } from "./durable-tools.js";
+import { awaitDecision } from "./approval-channel.js";
+import { requestApproval } from "./durable-tools.js";
 
 interface Overrun {
   scopeRunId: string;
@@ -42,7 +43,7 @@ export async function askForMoreIfSpent(run: DurableRun, scopeId: string): Promi
       kind: "budget",
     });
     const requestId = `budget:${requestSeq}`;
-    const decision = (await run.recv<ApprovalDecision>(approvalTopic(requestSeq))) as ApprovalDecision;
+    const decision = await awaitDecision(run, requestSeq, requestId);
     if (!decision.approved) {
       throw new BudgetExceededError(
         `run ${run.runId} spent a budget and the request for more (${requestId}) was denied${decision.by === null ? "" : ` by ${decision.by}`}` +

@@ -1,3 +1,4 @@
+import type { JSONValue, LanguageModelV3ToolResultOutput as ToolResultOutput } from "@ai-sdk/provider";
 import type { ToolExecutionOptions, ToolSet } from "ai";
 import { InvalidSpecError } from "../errors.js";
 import type { DurableRun } from "../engine/durable-run.js";
@@ -6,7 +7,9 @@ import { encodeValue } from "../store/codec.js";
 import type { WriteOp } from "../store/store.js";
 import { fingerprintOf } from "../engine/fingerprint.js";
 import { agentState } from "./agent-state.js";
+import { approvalTopic, awaitDecision } from "./approval-channel.js";
 import { IDEMPOTENCY_KEY } from "./idempotency.js";
+import { TOOL_CONTEXT } from "./tool-context.js";
 
 export type PermissionDecision = "allow" | "deny" | "approve";
 
@@ -20,17 +23,7 @@ export type Permission = PermissionDecision | ((input: unknown, ctx: WorkflowCon
 
 export type Permissions = Record<string, Permission>;
 
-/** The decision an approver sends to the waiting run. */
-export interface ApprovalDecision {
-  approved: boolean;
-  by: string | null;
-  reason: string | null;
-}
-
-/** The topic a decision reaches the run on: per request (the seq of the step that asked). */
-export function approvalTopic(requestSeq: number): string {
-  return `approval:${requestSeq}`;
-}
+export type { ApprovalDecision } from "./approval-channel.js";
 
 export function validatePermissions(permissions: Permissions | undefined, tools: ToolSet): void {
   for (const [name, permission] of Object.entries(permissions ?? {})) {
@@ -45,11 +38,19 @@ export function validatePermissions(permissions: Permissions | undefined, tools:
  * The tools, each execution made a durable step (kind "tool") recorded in `cairn_tool_calls` with a
  * link to the model call that asked for it.
  *
+ * Approvals: a tool behind the "approve" permission, or with the AI SDK 6 option `needsApproval`
+ * (true, or a function of the input that returns true), waits for a person: the same
+ * `cairn_approvals` row, `cairn approvals` entry and `cairn.approvals` decision either way. Cairn
+ * takes `needsApproval` over from the SDK (which would otherwise end the loop and leave the approval
+ * to the caller), so the loop goes on once someone decides. A denial reaches the model as the SDK's
+ * own `execution-denied` tool output, with the denier's reason; so does a "deny" permission.
+ *
  * Failure semantics: a tool's result is committed before the model sees it; replay returns it
  * without running the tool. A crash after the tool's external effect but before its checkpoint
  * runs it again once on recovery, with the same idempotency key (`idempotencyKey(options)`), so
  * the external service can deduplicate. Approval requests and decisions survive crashes on
- * either side: the request is a row, the decision a message consumed exactly once.
+ * either side: the request is a row, the decision the row's, delivered as a message consumed
+ * exactly once. A `needsApproval` or permission function runs once; its answer is recorded.
  */
 export function durableTools<T extends ToolSet>(run: DurableRun, ctx: WorkflowContext, tools: T, permissions: Permissions = {}): T {
   validatePermissions(permissions, tools);
@@ -60,16 +61,40 @@ export function durableTools<T extends ToolSet>(run: DurableRun, ctx: WorkflowCo
       wrapped[name] = tool;
       continue;
     }
+    const { needsApproval, toModelOutput, ...rest } = tool;
     wrapped[name] = {
-      ...tool,
+      ...rest,
       execute: (input: unknown, options: ToolExecutionOptions) =>
-        runTool(run, ctx, name, input, options, permissions[name] ?? "allow", (i, o) => execute(i as never, o)),
+        runTool(run, ctx, name, input, options, permissions[name] ?? "allow", needsApproval, (i, o) => execute(i as never, o)),
+      toModelOutput: async (args: { toolCallId: string; input: unknown; output: unknown }) => {
+        if (isDenial(args.output)) return deniedOutput(args.output);
+        if (toModelOutput !== undefined) return toModelOutput(args as never);
+        return typeof args.output === "string" ? { type: "text", value: args.output } : { type: "json", value: (args.output ?? null) as JSONValue };
+      },
     } as ToolSet[string];
   }
   return wrapped as T;
 }
 
 type Execute = (input: unknown, options: ToolExecutionOptions) => unknown;
+type NeedsApproval = ToolSet[string]["needsApproval"];
+
+/** What a tool that did not run returns: the journal and `toolResults` keep it; the model sees `execution-denied`. */
+interface Denial {
+  denied: true;
+  reason: string | null;
+}
+
+/** Denials made by this process (live or replayed): only these become `execution-denied`, never a tool's own value. */
+const denials = new WeakSet<object>();
+
+function isDenial(output: unknown): output is Denial {
+  return typeof output === "object" && output !== null && denials.has(output);
+}
+
+function deniedOutput(denial: Denial): ToolResultOutput {
+  return denial.reason === null ? { type: "execution-denied" } : { type: "execution-denied", reason: denial.reason };
+}
 
 async function runTool(
   run: DurableRun,
@@ -78,19 +103,19 @@ async function runTool(
   input: unknown,
   options: ToolExecutionOptions,
   permission: Permission,
+  needsApproval: NeedsApproval,
   execute: Execute,
 ): Promise<unknown> {
   const toolCallId = options.toolCallId;
-  const decision =
+  let decision =
     typeof permission === "function"
       ? await ctx.step(`permission:${name}`, () => permission(input, ctx))
       : permission;
   if (decision === "deny") {
-    return recordTool(run, name, input, options, "denied", "deny", null, async () => ({
-      denied: true,
-      message: `Permission denied: the tool "${name}" may not be used here. Do not retry it; tell the user instead.`,
-    }));
+    const reason = `Permission denied: the tool "${name}" may not be used here. Do not retry it; tell the user instead.`;
+    return denied(await recordTool(run, name, input, options, "denied", "deny", null, async () => ({ denied: true, reason })));
   }
+  if (decision !== "approve" && (await approvalNeeded(ctx, name, input, options, needsApproval))) decision = "approve";
   let decidedBy: string | null = null;
   if (decision === "approve") {
     const requestSeq = await requestApproval(run, {
@@ -100,20 +125,29 @@ async function runTool(
       input,
       kind: "tool",
     });
-    const answer = (await ctx.recv<ApprovalDecision>(approvalTopic(requestSeq))) as ApprovalDecision;
+    const answer = await awaitDecision(run, requestSeq, toolCallId);
     decidedBy = answer.by;
     if (!answer.approved) {
-      return recordTool(run, name, input, options, "denied", "approve", decidedBy, async () => ({
-        denied: true,
-        message: `The request to use "${name}" was denied${answer.by === null ? "" : ` by ${answer.by}`}${
-          answer.reason === null ? "" : `: ${answer.reason}`
-        }. Do not retry it; tell the user.`,
-      }));
+      return denied(await recordTool(run, name, input, options, "denied", "approve", decidedBy, async () => ({ denied: true, reason: answer.reason })));
     }
   }
   return recordTool(run, name, input, options, "succeeded", decision, decidedBy, (key, signal) =>
-    Promise.resolve(execute(input, { ...options, abortSignal: signal, [IDEMPOTENCY_KEY]: key } as ToolExecutionOptions)),
+    Promise.resolve(execute(input, { ...options, abortSignal: signal, [IDEMPOTENCY_KEY]: key, [TOOL_CONTEXT]: ctx } as ToolExecutionOptions)),
   );
+}
+
+/** AI SDK 6's `needsApproval`: a boolean, or a function whose answer is recorded as a step. */
+async function approvalNeeded(ctx: WorkflowContext, name: string, input: unknown, options: ToolExecutionOptions, needsApproval: NeedsApproval): Promise<boolean> {
+  if (needsApproval === undefined || typeof needsApproval === "boolean") return needsApproval === true;
+  const answer = await ctx.step(`needs-approval:${name}`, async () =>
+    needsApproval(input as never, { toolCallId: options.toolCallId, messages: options.messages, experimental_context: options.experimental_context }),
+  );
+  return answer === true;
+}
+
+function denied(value: unknown): unknown {
+  if (typeof value === "object" && value !== null) denials.add(value);
+  return value;
 }
 
 function recordTool(

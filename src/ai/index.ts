@@ -1,6 +1,9 @@
 import "./sdk-errors.js";
 export { idempotencyKey } from "./idempotency.js";
-export type { Agent, AgentInput, AgentOutput, AgentSpec } from "./agent.js";
+export { toolContext } from "./tool-context.js";
+export type { Agent, AgentInput, AgentOutput, AgentSpec, AgentToolCall, AgentToolResult, LoopSettings } from "./agent.js";
+export type { CairnAgentOptions } from "./tool-loop-agent.js";
+export type { ModelBudgetOptions } from "./model-budget.js";
 export type { AgentContext } from "./agent-context.js";
 export type { Artifact, ArtifactRef, Artifacts, PutOptions } from "./artifacts.js";
 export type { Memory, MemoryEntry } from "./memory.js";

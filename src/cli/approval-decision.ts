@@ -28,22 +28,29 @@ export function deciderOf(args: ParsedArgs): string {
 }
 
 /**
- * Decides a pending approval through `cairn.approvals` (a client: the executor running the run
- * picks the decision up). The request is looked up first so that an unknown run, an unknown tool
- * call and a decision already taken each fail with a line that says which; a decision racing
- * another one is still refused by `cairn.approvals` itself.
+ * Decides a pending approval through `cairn.approvals` (a client: the executor running the run picks
+ * the decision up) — the only way to decide one: `cairn send` to an approval topic is refused. With
+ * $CAIRN_APPROVAL_KEY set, the decision is signed with that key. The request is looked up first so
+ * that an unknown run, an unknown tool call, a cancelled run and a decision already taken each fail
+ * with a line that says which; a decision racing another one is still refused by `cairn.approvals`.
  */
 export async function decide(database: string, runId: string, toolCallId: string, decision: Decision, json: boolean): Promise<void> {
   const { toolName, run } = await withClient(database, async (cairn) => {
     const store = await cairn.readyStore();
     const run = await store.getRun(runId);
     if (run === undefined) throw new RunNotFoundError(runId);
+    if (run.status === "cancelled") {
+      throw new CliError(`run ${runId} is cancelled: its approval requests are withdrawn`, `resume it first (\`cairn resume ${runId}\`), then decide`);
+    }
     const [row] = await store.select<ApprovalRow>(
       "SELECT tool_name, status, decided_by, decided_at FROM cairn_approvals WHERE run_id = $1 AND tool_call_id = $2",
       [runId, toolCallId],
     );
     if (row === undefined) {
       throw new CliError(`run ${runId} has no approval request for tool call ${toolCallId}`, `list the pending ones with \`cairn approvals --run ${runId}\``);
+    }
+    if (row.status === "cancelled") {
+      throw new CliError(`tool call ${toolCallId} (${row.tool_name}) in run ${runId} was withdrawn when the run was cancelled`, `resume the run first (\`cairn resume ${runId}\`), then decide`);
     }
     if (row.status !== "pending") {
       const by = row.decided_by === null ? "" : ` by ${row.decided_by}`;

@@ -5,6 +5,7 @@ import { TERMINAL_STATUSES, type RunRow, type Store } from "../store/store.js";
 import { systemClock, type Clock } from "./clock.js";
 import type { WorkflowContext } from "./context.js";
 import { Executor } from "./executor.js";
+import { assertUserSend } from "./reserved-topics.js";
 import { RunHandle } from "./run-handle.js";
 import { DEFAULT_REPLAY_STALL_MS, type WorkflowFunction } from "./run-execution.js";
 import { errorText, fromStored, toStored } from "./values.js";
@@ -39,6 +40,12 @@ export interface CairnOptions {
    * before it fails the run with a NonDeterminismError (docs/replay.md). Default 30_000.
    */
   replayStallMs?: number;
+  /**
+   * A secret (≥ 16 bytes; default $CAIRN_APPROVAL_KEY) for signed approvals: this Cairn signs the
+   * decisions it makes (HMAC-SHA256), and its runs act only on decisions signed with it. Give the
+   * same key to every process that runs agents or decides approvals.
+   */
+  approvalKey?: string | Uint8Array;
 }
 
 export interface ForkOptions {
@@ -234,6 +241,7 @@ export class CairnRuntime implements WorkflowHost {
     if (options.idempotencyKey !== undefined && (typeof options.idempotencyKey !== "string" || options.idempotencyKey.length === 0)) {
       throw new InvalidSpecError("idempotencyKey", options.idempotencyKey, "must be a non-empty string");
     }
+    assertUserSend(topic, options.idempotencyKey);
     await this.ready();
     await this.mustGetRun(runId);
     const now = this.clock.now();

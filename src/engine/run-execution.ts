@@ -17,6 +17,7 @@ import { runAttempts, type AttemptHost } from "./attempts.js";
 import { isTransientStoreError } from "../store/transient.js";
 import { errorFromText, errorText, fromStored, storableThrown, toStored } from "./values.js";
 import { CompletionOrder } from "./completion-order.js";
+import { assertUserSend } from "./reserved-topics.js";
 import { ReplayJournal, operationBase, operationScopes, storedPath, topScope, type OperationScope } from "./replay-journal.js";
 
 /** What an execution needs from the executor that loaded it. */
@@ -310,6 +311,7 @@ export class RunExecution implements WorkflowContext {
   }
 
   async send(runId: string, topic: string, value: unknown): Promise<void> {
+    assertUserSend(topic);
     const began = this.begin(topic, "send");
     if (began === null) return never();
     const { seq, row } = began;

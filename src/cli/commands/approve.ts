@@ -8,6 +8,7 @@ export const approve: Command = {
   summary: "approve a tool call that waits for a human; the run goes on and runs the tool",
   help: [
     "--by name   who approves, recorded with the decision (default: $USER, else cli)",
+    "$CAIRN_APPROVAL_KEY   signs the decision (an application with an approvalKey acts only on signed ones)",
     "List what waits with `cairn approvals`. A decision is final.",
   ],
   options: { by: "string" },

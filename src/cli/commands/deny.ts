@@ -10,6 +10,7 @@ export const deny: Command = {
   help: [
     "--by name       who denies, recorded with the decision (default: $USER, else cli)",
     "--reason text   why; the model reads it in the tool's result",
+    "$CAIRN_APPROVAL_KEY   signs the decision (an application with an approvalKey acts only on signed ones)",
     "The tool never runs. List what waits with `cairn approvals`. A decision is final.",
   ],
   options: { by: "string", reason: "string" },
