@@ -230,6 +230,19 @@ export const MIGRATIONS: readonly Migration[] = [
         LEFT JOIN cairn_model_calls m ON m.run_id = t.run_id AND m.seq = t.model_seq`,
     ],
   },
+  {
+    // Issue 8 (liveness, poison runs). The lead may renumber this entry when merging.
+    version: 3,
+    name: "executor-namespace-and-recovery-base",
+    statements: [
+      // Where `pid` means something: "<boot id>:<pid namespace>" on Linux, null elsewhere. A pid is
+      // only checked for life by an executor in the same namespace on the same boot of the machine.
+      `ALTER TABLE cairn_executors ADD COLUMN pid_namespace TEXT`,
+      // The run's `recoveries` when it was last resumed: recoveries past it count toward
+      // maxRecoveryAttempts (poison runs), so a resumed run gets a fresh allowance.
+      `ALTER TABLE cairn_runs ADD COLUMN recovery_base INTEGER NOT NULL DEFAULT 0`,
+    ],
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

@@ -118,6 +118,8 @@ export interface RunRow {
   updatedAt: number;
   finishedAt: number | null;
   recoveries: number;
+  /** `recoveries` when the run was last resumed; recoveries past it count toward maxRecoveryAttempts. */
+  recoveryBase: number;
   forkedFrom: string | null;
   forkedFromSeq: number | null;
 }
@@ -176,6 +178,11 @@ export interface ExecutorRow {
   pid: number;
   /** The PostgreSQL backend (session) pid of the executor's listening connection; null on SQLite. */
   backendPid: number | null;
+  /**
+   * The pid namespace `pid` belongs to ("<boot id>:<namespace>", Linux) or null where unknown: a
+   * pid is checked for life only by an executor on the same host in the same namespace.
+   */
+  pidNamespace: string | null;
   appVersion: string;
   startedAt: number;
   heartbeatAt: number;
@@ -256,6 +263,7 @@ export interface Store {
   /** Creates a new run with the journal of `runId` below `fromSeq`. */
   forkRun(runId: string, fromSeq: number, fork: NewRun): Promise<void>;
 
+  /** Inserts the executor's row; for an id already registered, updates its backend pid and heartbeat. */
   registerExecutor(executor: ExecutorRow): Promise<void>;
   heartbeat(executorId: string, at: number): Promise<void>;
   listExecutors(): Promise<ExecutorRow[]>;
