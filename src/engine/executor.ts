@@ -351,12 +351,24 @@ export class Executor implements ExecutionHost {
         isDead = executor.pid === process.pid ? !executorsInThisProcess.has(executor.id) : !processAlive(executor.pid);
       }
       if (!isDead && executor.backendPid !== null) {
-        livePids ??= await this.store.liveBackendPids();
+        livePids ??= await this.trustedLivePids();
         if (livePids !== null && !livePids.has(executor.backendPid)) isDead = true;
       }
       if (isDead) dead.push(executor.id);
     }
     return dead;
+  }
+
+  /**
+   * The backend pids alive now, or null when they cannot be trusted to judge peers: when our own
+   * session's pid is missing too, every session was just lost (a restart, a mass termination) and
+   * our own re-registration is still to come — peers judged now would be re-judged after it, and
+   * the runs taken from them run a second step twice.
+   */
+  private async trustedLivePids(): Promise<Set<number> | null> {
+    const live = await this.store.liveBackendPids();
+    const own = this.registration?.backendPid ?? null;
+    return live !== null && own !== null && !live.has(own) ? null : live;
   }
 
   /** Runs cancelled or taken over by someone else while loaded here stop at once. */
