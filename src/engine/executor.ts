@@ -216,6 +216,10 @@ export class Executor implements ExecutionHost {
       const count = (failures?.count ?? 0) + 1;
       this.storeFailures.set(runId, { count, error });
       this.reloads.set(runId, this.clock.now() + backoffMs(count));
+      // Nobody else hears of a run stalled on its store: say so, without a line per retry.
+      if (count === 1 || count % 20 === 0) {
+        this.options.onError(new CairnError(`run ${runId}: the database refused its writes (${count}×); retrying with backoff`, { runId, cause: error }));
+      }
     } else {
       this.storeFailures.delete(runId);
     }
