@@ -319,8 +319,10 @@ export class Executor implements ExecutionHost {
 
   /**
    * A new identity: a new id and the current session pid (or none). Every loaded run is let go —
-   * its execution is fenced under the old id from now on — and the runs still owned by the old id
-   * become claimable (its row is removed), by this executor or any other.
+   * its execution is fenced under the old id from now on — and the runs the old id still owns (a
+   * peer may have taken some) move to the new id in one statement, then load again from their
+   * journals. That move is not a recovery: a database fault does not bring a run closer to being
+   * parked as a poison run.
    */
   private async reincarnate(now: number, sessionPid: number | null): Promise<void> {
     const old = this.registration!;
@@ -331,9 +333,9 @@ export class Executor implements ExecutionHost {
     executorsInThisProcess.add(row.id);
     executorsInThisProcess.delete(old.id);
     for (const execution of [...this.executions.values()]) execution.lost();
-    // Runs waiting to be reloaded under the old id are claimed back instead.
     this.reloads.clear();
     this.storeFailures.clear();
+    for (const runId of await this.store.transferRuns(old.id, row.id, now)) this.reloadLater(runId);
     await this.store.removeExecutors([old.id]);
     this.reincarnations++;
   }

@@ -270,6 +270,11 @@ export interface Store {
   /** Backend pids of live database sessions (PostgreSQL); null where the backend has no sessions. */
   liveBackendPids(): Promise<Set<number> | null>;
   removeExecutors(ids: string[]): Promise<void>;
+  /**
+   * Hands the running runs of executor `fromId` to `toId` (an executor re-registering under a new
+   * identity): the old id's fences stop holding, and the move is not a recovery. Returns their ids.
+   */
+  transferRuns(fromId: string, toId: string, at: number): Promise<string[]>;
 
   /** Read-only SQL for the CLI and dashboards. Refuses anything that writes. */
   query(sql: string): Promise<QueryResult>;

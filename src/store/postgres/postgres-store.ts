@@ -413,6 +413,14 @@ export class PostgresStore implements Store {
     return new Set(result.rows.map((r) => r.pid));
   }
 
+  async transferRuns(fromId: string, toId: string, at: number): Promise<string[]> {
+    const result = await this.pool.query<{ id: string }>(
+      "UPDATE cairn_runs SET executor_id = $1, updated_at = $2 WHERE executor_id = $3 AND status = 'running' RETURNING id",
+      [toId, at, fromId],
+    );
+    return result.rows.map((r) => r.id);
+  }
+
   async removeExecutors(ids: string[]): Promise<void> {
     if (ids.length === 0) return;
     await this.pool.query("DELETE FROM cairn_executors WHERE id = ANY($1::text[])", [ids]);

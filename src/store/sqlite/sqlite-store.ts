@@ -351,6 +351,18 @@ export class SqliteStore implements Store {
     return null;
   }
 
+  async transferRuns(fromId: string, toId: string, at: number): Promise<string[]> {
+    return this.lock.run(() =>
+      (
+        this.prepared("UPDATE cairn_runs SET executor_id = ?, updated_at = ? WHERE executor_id = ? AND status = 'running' RETURNING id").all(
+          toId,
+          at,
+          fromId,
+        ) as { id: string }[]
+      ).map((r) => r.id),
+    );
+  }
+
   async removeExecutors(ids: string[]): Promise<void> {
     if (ids.length === 0) return;
     await this.lock.run(() => {
