@@ -66,7 +66,7 @@ export class Executor implements ExecutionHost {
   private wakeTimer: NodeJS.Timeout | null = null;
   private wakeTimerAt = Infinity;
   private unsubscribeClock: (() => void) | null = null;
-  /** Runs owned here to load again (a store error cut them short), with when to try next. */
+  /** Runs owned here to load again (a store error cut them short), with when to try next (Date.now() ms). */
   private readonly reloads = new Map<string, number>();
   /** Consecutive store failures per run: a write the database refuses every time must end the run. */
   private readonly storeFailures = new Map<string, { count: number; error: unknown }>();
@@ -215,7 +215,7 @@ export class Executor implements ExecutionHost {
       const failures = this.storeFailures.get(runId);
       const count = (failures?.count ?? 0) + 1;
       this.storeFailures.set(runId, { count, error });
-      this.reloads.set(runId, this.clock.now() + backoffMs(count));
+      this.reloads.set(runId, Date.now() + backoffMs(count));
       // Nobody else hears of a run stalled on its store: say so, without a line per retry.
       if (count === 1 || count % 20 === 0) {
         this.options.onError(new CairnError(`run ${runId}: the database refused its writes (${count}×); retrying with backoff`, { runId, cause: error }));
@@ -389,7 +389,7 @@ export class Executor implements ExecutionHost {
    * with a longer backoff, so an outage never orphans a run.
    */
   private async reloadAfterStoreErrors(): Promise<void> {
-    const now = this.clock.now();
+    const now = Date.now(); // backoff is real time, whatever clock the runs use
     for (const [runId, retryAt] of [...this.reloads]) {
       if (retryAt > now || !this.reloads.has(runId)) continue;
       const failures = this.storeFailures.get(runId);
@@ -415,7 +415,7 @@ export class Executor implements ExecutionHost {
       } catch (error) {
         const count = (failures?.count ?? 0) + 1;
         this.storeFailures.set(runId, { count, error });
-        if (this.reloads.has(runId)) this.reloads.set(runId, this.clock.now() + backoffMs(count));
+        if (this.reloads.has(runId)) this.reloads.set(runId, Date.now() + backoffMs(count));
         this.options.onError(error);
       }
     }

@@ -129,7 +129,7 @@ export function sum(values: Iterable<number>): number {
 }
 
 export function scratchDir(label: string): string {
-  return mkdtempSync(join(tmpdir(), `cairn-fault-${label}-`));
+  return mkdtempSync(join(tmpdir(), `cairn-fault-${label.replace(/[^a-z0-9]+/gi, "-")}-`));
 }
 
 // ---- a PostgreSQL cluster of the test's own --------------------------------------------------

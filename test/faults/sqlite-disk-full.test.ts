@@ -72,6 +72,7 @@ describe.skipIf(!canMount)("SQLite on a tmpfs that fills while runs are in fligh
     const doneAt = Date.now();
     for (const [id, outcome] of results) expect(outcome, id).toBe("ok");
     expect(await worker.shutdown()).toBeLessThan(12_000);
+    expect((await worker.line(/^after-shutdown .*$/))[0], "status() after shutdown()").toBe("after-shutdown CairnError CAIRN_ERROR");
     const onErrorCalls = Number((await worker.line(/^errors (\d+)$/))[1]);
     expect(onErrorCalls, "the outage reached onError").toBeGreaterThan(0);
 
