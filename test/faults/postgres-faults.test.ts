@@ -165,6 +165,7 @@ describe("PostgreSQL: a server restart (pg_ctl restart) under a fleet of two exe
   const workers = faultWorkers();
   const missing = noScratchCluster();
   if (missing !== undefined && requirePostgres) throw new Error(`CAIRN_REQUIRE_POSTGRES=1 but ${missing}`);
+  if (missing !== undefined) console.warn(`[faults] the restart tests are skipped: ${missing}`);
   let server: ScratchCluster | undefined;
   afterAll(() => server?.stop());
 

@@ -39,6 +39,7 @@ function fill(dir: string): string {
 
 const probeDir = join(scratchDir("tmpfs-probe"), "mnt");
 const canMount = mountTmpfs(probeDir, "1m") && spawnSync("umount", [probeDir]).status === 0;
+if (!canMount) console.warn("[faults] the disk-full test is skipped: `mount -t tmpfs` failed here (it needs root)");
 
 describe.skipIf(!canMount)("SQLite on a tmpfs that fills while runs are in flight, then frees", () => {
   const workers = faultWorkers();
