@@ -9,6 +9,7 @@ import {
   NonDeterminismError,
   NotACairnDatabaseError,
   PermissionDeniedError,
+  PoisonRunError,
   RetryableError,
   RunNotFoundError,
   TerminalError,
@@ -134,6 +135,7 @@ for (const cairnClass of [
   UnserializableError,
   NotACairnDatabaseError,
   FencedError,
+  PoisonRunError,
 ]) {
   register(cairnClass, {}, (message) => new cairnClass(message));
 }

@@ -19,7 +19,8 @@ export type CairnErrorCode =
   | "UNSERIALIZABLE"
   | "RUN_NOT_FOUND"
   | "NOT_A_CAIRN_DATABASE"
-  | "FENCED";
+  | "FENCED"
+  | "POISON_RUN";
 
 export interface CairnErrorOptions {
   cause?: unknown;
@@ -165,4 +166,14 @@ export function preview(value: unknown, max = 80): string {
     text = String(value);
   }
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+/**
+ * A run was recovered more than `maxRecoveryAttempts` times without finishing: something in it
+ * (a step that crashes its process, runs it out of memory, or hangs it past its lease) kills every
+ * executor that loads it. It is parked as failed instead of being recovered forever. Fix the cause,
+ * then `cairn resume <run>` (which gives it a fresh allowance).
+ */
+export class PoisonRunError extends CairnError {
+  override readonly code = "POISON_RUN";
 }

@@ -25,6 +25,7 @@ export {
   NonDeterminismError,
   NotACairnDatabaseError,
   PermissionDeniedError,
+  PoisonRunError,
   RetryableError,
   RunNotFoundError,
   TerminalError,

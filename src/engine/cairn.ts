@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { CairnError, CancelledError, InvalidSpecError, RunNotFoundError, TimeoutError } from "../errors.js";
 import { openStore } from "../store/open-store.js";
 import { TERMINAL_STATUSES, type RunRow, type Store } from "../store/store.js";
+import { retryTransient } from "../store/transient.js";
 import { systemClock, type Clock } from "./clock.js";
 import type { WorkflowContext } from "./context.js";
 import { Executor } from "./executor.js";
@@ -30,6 +31,13 @@ export interface CairnOptions {
   pollIntervalMs?: number;
   /** Default 1000. */
   maxConcurrentRuns?: number;
+  /**
+   * A run taken over by a new executor more than this many times (since it was created or last
+   * resumed) without finishing is a poison run — it crashes or stalls whatever runs it — and is
+   * parked as failed with a PoisonRunError (code "POISON_RUN") for a person to `cairn resume`.
+   * Default 10.
+   */
+  maxRecoveryAttempts?: number;
   clock?: Clock;
   /** Where errors that belong to no caller go (a failed poll). Default: console.error. */
   onError?: (error: unknown) => void;
@@ -87,6 +95,10 @@ export class CairnRuntime implements WorkflowHost {
     if (!Number.isFinite(pollIntervalMs) || pollIntervalMs <= 0) {
       throw new InvalidSpecError("pollIntervalMs", pollIntervalMs, "must be > 0");
     }
+    const maxRecoveryAttempts = options.maxRecoveryAttempts ?? 10;
+    if (!Number.isInteger(maxRecoveryAttempts) || maxRecoveryAttempts < 0) {
+      throw new InvalidSpecError("maxRecoveryAttempts", maxRecoveryAttempts, "must be an integer ≥ 0");
+    }
     this.executor = new Executor(this.storeInstance, this.clock, this.workflows, {
       appVersion: this.appVersion,
       recoverAllVersions: options.recoverAllVersions ?? false,
@@ -94,6 +106,7 @@ export class CairnRuntime implements WorkflowHost {
       pollIntervalMs,
       maxConcurrentRuns: options.maxConcurrentRuns ?? 1000,
       replayStallMs: positiveMs("replayStallMs", options.replayStallMs ?? DEFAULT_REPLAY_STALL_MS),
+      maxRecoveryAttempts,
       onError: options.onError ?? ((error) => console.error("[cairn]", error)),
     });
   }
@@ -126,7 +139,11 @@ export class CairnRuntime implements WorkflowHost {
     await this.executor.start();
   }
 
-  /** Stops this executor; its unfinished runs are taken over by the next executor that looks. */
+  /**
+   * Stops this executor; its unfinished runs are taken over by the next executor that looks.
+   * Returns within about 10 s even when the database is unreachable (what could not be closed
+   * then dies with the process).
+   */
   async shutdown(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
@@ -266,7 +283,7 @@ export class CairnRuntime implements WorkflowHost {
     await this.ready();
     const deadline = Date.now() + (options.timeoutMs ?? 0);
     for (;;) {
-      const text = await this.storeInstance.getEvent(runId, key);
+      const text = await this.patiently(() => this.storeInstance.getEvent(runId, key), Math.max(deadline, Date.now() + READ_PATIENCE_MS));
       if (text !== undefined) return fromStored(text) as T;
       if (Date.now() >= deadline) return undefined;
       await new Promise((resolve) => setTimeout(resolve, Math.min(50, deadline - Date.now())));
@@ -282,7 +299,8 @@ export class CairnRuntime implements WorkflowHost {
       const changed = new Promise<RunRow | undefined>((resolve) => (wake = resolve));
       const unsubscribe = this.executor.onRunChange(runId, wake);
       try {
-        const run = await this.mustGetRun(runId);
+        // A caller waiting for the end must not hear of a database outage the run itself survives.
+        const run = await this.patiently(() => this.mustGetRun(runId), deadline);
         if (TERMINAL_STATUSES.includes(run.status)) return run;
         if (Date.now() >= deadline) throw new TimeoutError(`run ${runId} did not finish within ${options.timeoutMs} ms`, { runId });
         let timer: NodeJS.Timeout | undefined;
@@ -295,6 +313,17 @@ export class CairnRuntime implements WorkflowHost {
         unsubscribe();
       }
     }
+  }
+
+  /** The run's row, for `status()`: transient store errors are retried for up to READ_PATIENCE_MS. */
+  async readRun(runId: string): Promise<RunRow> {
+    await this.ready();
+    return this.patiently(() => this.mustGetRun(runId), Date.now() + READ_PATIENCE_MS);
+  }
+
+  /** Retries `read` through transient store errors (with backoff) until `giveUpAt` or shutdown. */
+  private patiently<T>(read: () => Promise<T>, giveUpAt: number): Promise<T> {
+    return retryTransient(read, { giveUpAt, stop: () => this.closed });
   }
 
   private async mustGetRun(runId: string): Promise<RunRow> {
@@ -334,3 +363,6 @@ function positiveMs(field: string, value: number): number {
 function keyedMessageId(runId: string, idempotencyKey: string): string {
   return `send:${JSON.stringify([runId, idempotencyKey])}`;
 }
+
+/** How long a read a caller waits on (`status()`, `getEvent`) rides out a database outage. */
+const READ_PATIENCE_MS = 30_000;

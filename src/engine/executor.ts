@@ -1,7 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import { CairnError } from "../errors.js";
+import { CairnError, PoisonRunError } from "../errors.js";
 import type { ExecutorRow, RunRow, Store } from "../store/store.js";
+import { backoffMs, isTransientStoreError } from "../store/transient.js";
+import { pidNamespace } from "./pid-namespace.js";
 import type { Clock } from "./clock.js";
 import { RunExecution, type ExecutionHost, type WorkflowFunction } from "./run-execution.js";
 import { errorText } from "./values.js";
@@ -18,6 +20,11 @@ export interface ExecutorOptions {
   maxConcurrentRuns: number;
   /** See CairnOptions.replayStallMs. */
   replayStallMs?: number;
+  /**
+   * A run taken over more than this many times (since it was created or last resumed) without
+   * finishing is parked as failed with a PoisonRunError instead of being recovered again.
+   */
+  maxRecoveryAttempts: number;
   /** Called with errors the executor cannot hand to anyone (a failed poll, a store outage). */
   onError: (error: unknown) => void;
 }
@@ -32,9 +39,25 @@ export interface ExecutorOptions {
  * (PostgreSQL) one whose database session has closed. That is why restarting a killed process
  * resumes its runs immediately. Fencing (see Store) keeps a presumed-dead owner that is in fact
  * alive from committing into a run it lost.
+ *
+ * "Observable" must not be fooled. A pid is checked only by an executor on the same host, in the
+ * same pid namespace on the same boot (containers sharing a hostname see each other's pids as
+ * absent). A backend pid is only as good as the session it names: when this executor's session is
+ * lost (a server restart, `pg_terminate_backend`, a network drop) its peers will see that pid gone
+ * and take its runs, so the executor re-registers under a NEW identity (a new id, the reopened
+ * session's pid, or none while it is down — the lease then decides), lets go of every loaded run,
+ * and claims them back through fencing like anyone else: a run can never be executed by an old and
+ * a new incarnation at once, and the fleet heals by itself once the database is back.
+ *
+ * Failure semantics of the executor's own writes: a store error that is transient (connection
+ * lost, server shutting down, disk full, database locked) never fails a run. The run is let go and
+ * loaded again, with exponential backoff, until its writes go through; the executor keeps polling
+ * and reports each failed pass to `onError`. Only an error the database gives every time (a
+ * constraint the run's own data breaks) fails the run, after MAX_STORE_FAILURES tries.
  */
 export class Executor implements ExecutionHost {
-  readonly executorId = randomUUID();
+  /** This incarnation's id; it changes when the executor re-registers after losing its session. */
+  private currentId: string = randomUUID();
   private readonly executions = new Map<string, RunExecution>();
   private readonly listeners = new Map<string, Set<(settled?: RunRow) => void>>();
   private started = false;
@@ -46,7 +69,8 @@ export class Executor implements ExecutionHost {
   private wakeTimer: LongTimeout | null = null;
   private wakeTimerAt = Infinity;
   private unsubscribeClock: (() => void) | null = null;
-  private readonly reloads = new Set<string>();
+  /** Runs owned here to load again (a store error cut them short), with when to try next (Date.now() ms). */
+  private readonly reloads = new Map<string, number>();
   /** Consecutive store failures per run: a write the database refuses every time must end the run. */
   private readonly storeFailures = new Map<string, { count: number; error: unknown }>();
   private registration: ExecutorRow | null = null;
@@ -58,6 +82,10 @@ export class Executor implements ExecutionHost {
     private readonly options: ExecutorOptions,
   ) {}
 
+  get executorId(): string {
+    return this.currentId;
+  }
+
   get running(): boolean {
     return this.started;
   }
@@ -67,13 +95,13 @@ export class Executor implements ExecutionHost {
   }
 
   async start(): Promise<void> {
-    const sessionPid = "sessionPid" in this.store ? await (this.store as { sessionPid(): Promise<number | null> }).sessionPid() : null;
     const now = this.clock.now();
     const row: ExecutorRow = {
       id: this.executorId,
       hostname: hostname(),
       pid: process.pid,
-      backendPid: sessionPid,
+      pidNamespace: pidNamespace(),
+      backendPid: await this.sessionPid(),
       appVersion: this.options.appVersion,
       startedAt: now,
       heartbeatAt: now,
@@ -108,8 +136,16 @@ export class Executor implements ExecutionHost {
     this.wakeTimer?.clear();
     this.unsubscribeClock?.();
     for (const execution of [...this.executions.values()]) execution.lost();
-    while (this.claiming) await new Promise((resolve) => setTimeout(resolve, 5));
-    await this.store.removeExecutors([this.executorId]);
+    // A claim pass stuck on a dead database must not hold shutdown forever: the row we fail to
+    // remove is then taken for dead by its lease (or its vanished pid).
+    const giveUpAt = Date.now() + STOP_BOUND_MS;
+    while (this.claiming && Date.now() < giveUpAt) await new Promise((resolve) => setTimeout(resolve, 5));
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      this.store.removeExecutors([this.executorId]).catch((error: unknown) => this.options.onError(error)),
+      new Promise((resolve) => (timer = setTimeout(resolve, Math.max(0, giveUpAt - Date.now())))),
+    ]);
+    clearTimeout(timer);
   }
 
   /** Starts a run this executor just created (status running, owned here): its journal is empty. */
@@ -120,7 +156,7 @@ export class Executor implements ExecutionHost {
 
   /** A run owned here that is not loaded (a store error cut its load short): load it on the next poll. */
   reloadLater(runId: string): void {
-    this.reloads.add(runId);
+    if (!this.reloads.has(runId)) this.reloads.set(runId, 0);
   }
 
   /** Resolves `listener` calls whenever a run settles or lets go here. */
@@ -183,9 +219,14 @@ export class Executor implements ExecutionHost {
   released(runId: string, reason: "settled" | "suspended" | "lost" | "store-error", error?: unknown, settled?: RunRow): void {
     this.executions.delete(runId);
     if (reason === "store-error") {
-      this.reloads.add(runId);
       const failures = this.storeFailures.get(runId);
-      this.storeFailures.set(runId, { count: (failures?.count ?? 0) + 1, error });
+      const count = (failures?.count ?? 0) + 1;
+      this.storeFailures.set(runId, { count, error });
+      this.reloads.set(runId, Date.now() + backoffMs(count));
+      // Nobody else hears of a run stalled on its store: say so, without a line per retry.
+      if (count === 1 || count % 20 === 0) {
+        this.options.onError(new CairnError(`run ${runId}: the database refused its writes (${count}×); retrying with backoff`, { runId, cause: error }));
+      }
     } else {
       this.storeFailures.delete(runId);
     }
@@ -204,7 +245,9 @@ export class Executor implements ExecutionHost {
         let dead: string[] = [];
         if (periodic || now - this.lastDeathCheck >= this.options.pollIntervalMs) {
           this.lastDeathCheck = now;
-          dead = await this.deadExecutors(now);
+          const executors = await this.store.listExecutors();
+          await this.checkIdentity(now, executors);
+          dead = await this.deadExecutors(now, executors);
           await this.checkLostRuns();
           await this.reloadAfterStoreErrors();
         }
@@ -221,6 +264,7 @@ export class Executor implements ExecutionHost {
           await Promise.all(
             runs.map(async (run) => {
               try {
+                if (run.recoveries - run.recoveryBase > this.options.maxRecoveryAttempts) return await this.parkPoisonRun(run);
                 this.load(run, await this.store.loadJournal(run.id));
               } catch (error) {
                 // Claimed but not loaded: nobody else will take it while we live, so we must.
@@ -255,31 +299,89 @@ export class Executor implements ExecutionHost {
     return new RunExecution(this, run, fn, journal, this.options.replayStallMs);
   }
 
-  private async deadExecutors(now: number): Promise<string[]> {
-    const executors = await this.store.listExecutors();
-    if (this.registration !== null && !executors.some((e) => e.id === this.executorId)) {
-      // Our row is gone: a peer presumed us dead (this process was paused past the lease — a
-      // SIGSTOP, a long GC, a frozen VM) and took our runs over; fencing refuses our writes into
-      // them. Without a row, every run we claim from now on would look orphaned and be taken over
-      // at once, its in-flight steps run twice. Come back as a live executor, before claiming.
+  private async sessionPid(): Promise<number | null> {
+    return "sessionPid" in this.store ? (this.store as { sessionPid(): Promise<number | null> }).sessionPid() : null;
+  }
+
+  /**
+   * Re-registers when what peers judge our life by no longer holds: the database session whose pid
+   * is in our row was lost (peers see that pid gone), or our row itself is gone (a peer presumed us
+   * dead: the database was unreachable past the lease, or this process was paused — SIGSTOP, a long
+   * GC, a frozen VM). Either way peers may have taken our runs. Without a fresh registration every
+   * run we claim would look orphaned and be taken over at once, its in-flight steps run twice.
+   */
+  private async checkIdentity(now: number, executors: ExecutorRow[]): Promise<void> {
+    const registration = this.registration;
+    if (registration === null) return;
+    const sessionPid = await this.sessionPid();
+    if (registration.backendPid === null && sessionPid !== null) {
+      // Back from a session outage during which no peer could judge us by a pid: just show the new one.
+      this.registration = { ...registration, backendPid: sessionPid };
       await this.store.registerExecutor({ ...this.registration, heartbeatAt: now });
+      return;
     }
+    const rowGone = !executors.some((e) => e.id === registration.id);
+    if (registration.backendPid !== sessionPid || rowGone) await this.reincarnate(now, sessionPid);
+  }
+
+  /**
+   * A new identity: a new id and the current session pid (or none). Every loaded run is let go —
+   * its execution is fenced under the old id from now on — and the runs the old id still owns (a
+   * peer may have taken some) move to the new id in one statement, then load again from their
+   * journals. That move is not a recovery: a database fault does not bring a run closer to being
+   * parked as a poison run.
+   */
+  private async reincarnate(now: number, sessionPid: number | null): Promise<void> {
+    const old = this.registration!;
+    const row: ExecutorRow = { ...old, id: randomUUID(), backendPid: sessionPid, startedAt: now, heartbeatAt: now };
+    await this.store.registerExecutor(row);
+    this.registration = row;
+    this.currentId = row.id;
+    executorsInThisProcess.add(row.id);
+    executorsInThisProcess.delete(old.id);
+    for (const execution of [...this.executions.values()]) execution.lost();
+    this.reloads.clear();
+    this.storeFailures.clear();
+    for (const runId of await this.store.transferRuns(old.id, row.id, now)) this.reloadLater(runId);
+    await this.store.removeExecutors([old.id]);
+    this.reincarnations++;
+  }
+
+  /** How many times this executor re-registered under a new identity (tests and diagnostics). */
+  reincarnations = 0;
+
+  /** `executors` as listed before any re-registration: a row of our former self counts as dead. */
+  private async deadExecutors(now: number, executors: ExecutorRow[]): Promise<string[]> {
     const me = hostname();
+    const myNamespace = pidNamespace();
     let livePids: Set<number> | null | undefined;
     const dead: string[] = [];
     for (const executor of executors) {
       if (executor.id === this.executorId) continue;
       let isDead = now - executor.heartbeatAt > this.options.leaseMs;
-      if (!isDead && executor.hostname === me) {
+      // A pid means something only in the namespace (and boot) that issued it.
+      if (!isDead && executor.hostname === me && executor.pidNamespace === myNamespace) {
         isDead = executor.pid === process.pid ? !executorsInThisProcess.has(executor.id) : !processAlive(executor.pid);
       }
       if (!isDead && executor.backendPid !== null) {
-        livePids ??= await this.store.liveBackendPids();
+        livePids ??= await this.trustedLivePids();
         if (livePids !== null && !livePids.has(executor.backendPid)) isDead = true;
       }
       if (isDead) dead.push(executor.id);
     }
     return dead;
+  }
+
+  /**
+   * The backend pids alive now, or null when they cannot be trusted to judge peers: when our own
+   * session's pid is missing too, every session was just lost (a restart, a mass termination) and
+   * our own re-registration is still to come — peers judged now would be re-judged after it, and
+   * the runs taken from them run a second step twice.
+   */
+  private async trustedLivePids(): Promise<Set<number> | null> {
+    const live = await this.store.liveBackendPids();
+    const own = this.registration?.backendPid ?? null;
+    return live !== null && own !== null && !live.has(own) ? null : live;
   }
 
   /** Runs cancelled or taken over by someone else while loaded here stop at once. */
@@ -288,20 +390,61 @@ export class Executor implements ExecutionHost {
     this.stopRuns(lost);
   }
 
+  /**
+   * Loads again the runs a store error cut short, each when its backoff is over. A run leaves the
+   * list only once it is loaded (or no longer ours): a reload that fails itself stays on the list
+   * with a longer backoff, so an outage never orphans a run.
+   */
   private async reloadAfterStoreErrors(): Promise<void> {
-    for (const runId of [...this.reloads]) {
-      this.reloads.delete(runId);
+    const now = Date.now(); // backoff is real time, whatever clock the runs use
+    for (const [runId, retryAt] of [...this.reloads]) {
+      if (retryAt > now || !this.reloads.has(runId)) continue;
       const failures = this.storeFailures.get(runId);
-      if (failures !== undefined && failures.count >= MAX_STORE_FAILURES) {
-        this.storeFailures.delete(runId);
-        await this.failRun(runId, failures);
-        continue;
-      }
-      const run = await this.store.getRun(runId);
-      if (run !== undefined && run.status === "running" && run.executorId === this.executorId && !this.executions.has(runId)) {
-        this.load(run, await this.store.loadJournal(runId));
+      try {
+        if (failures !== undefined && failures.count >= MAX_STORE_FAILURES && !isTransientStoreError(failures.error)) {
+          await this.failRun(runId, failures);
+          this.storeFailures.delete(runId);
+          this.reloads.delete(runId);
+          continue;
+        }
+        const run = await this.store.getRun(runId);
+        if (run !== undefined && run.status === "running" && run.executorId === this.executorId && !this.executions.has(runId)) {
+          if (run.recoveries - run.recoveryBase > this.options.maxRecoveryAttempts) {
+            await this.parkPoisonRun(run);
+            this.reloads.delete(runId);
+            continue;
+          }
+          const journal = await this.store.loadJournal(runId);
+          if (this.reloads.delete(runId)) this.load(run, journal);
+        } else {
+          this.reloads.delete(runId);
+        }
+      } catch (error) {
+        const count = (failures?.count ?? 0) + 1;
+        this.storeFailures.set(runId, { count, error });
+        if (this.reloads.has(runId)) this.reloads.set(runId, Date.now() + backoffMs(count));
+        this.options.onError(error);
       }
     }
+  }
+
+  /**
+   * A run recovered more than maxRecoveryAttempts times without finishing kills whatever loads it
+   * (see PoisonRunError): it is failed, under the fence this claim just gave us, for a person to
+   * look at and `cairn resume`.
+   */
+  private async parkPoisonRun(run: RunRow): Promise<void> {
+    const attempts = run.recoveries - run.recoveryBase;
+    const error = new PoisonRunError(
+      `run ${run.id} (workflow "${run.workflow}") was recovered ${attempts} times without finishing, more than maxRecoveryAttempts ` +
+        `(${this.options.maxRecoveryAttempts}): it likely crashes or stalls every executor that runs it. It is parked as failed; ` +
+        `fix the cause, then \`cairn resume ${run.id}\``,
+      { runId: run.id },
+    );
+    await this.store.commit({ runId: run.id, executorId: this.executorId }, [
+      { type: "finish", runId: run.id, status: "failed", output: null, error: errorText(error), at: this.clock.now() },
+    ]);
+    this.notifyRunChange(run.id);
   }
 
   /**
@@ -314,24 +457,41 @@ export class Executor implements ExecutionHost {
       `the database refused the writes of run ${runId} ${failures.count} times in a row: ${(failures.error as Error)?.message ?? String(failures.error)}`,
       { runId, cause: failures.error },
     );
-    await this.store
-      .commit({ runId, executorId: this.executorId }, [
-        { type: "finish", runId, status: "failed", output: null, error: errorText(error), at: this.clock.now() },
-      ])
-      .catch((failure: unknown) => this.options.onError(failure));
+    await this.store.commit({ runId, executorId: this.executorId }, [
+      { type: "finish", runId, status: "failed", output: null, error: errorText(error), at: this.clock.now() },
+    ]);
     this.notifyRunChange(runId);
   }
 
+  /** A heartbeat that meets a transient error is tried again with backoff, up to the next one. */
   private async heartbeat(): Promise<void> {
+    if (this.beating) return;
+    this.beating = true;
     try {
-      await this.store.heartbeat(this.executorId, this.clock.now());
+      const giveUpAt = Date.now() + Math.max(50, Math.floor(this.options.leaseMs / 3));
+      for (let failures = 1; this.started; failures++) {
+        try {
+          await this.store.heartbeat(this.executorId, this.clock.now());
+          return;
+        } catch (error) {
+          if (!isTransientStoreError(error) || Date.now() + backoffMs(failures) > giveUpAt) throw error;
+          await new Promise((resolve) => setTimeout(resolve, backoffMs(failures)));
+        }
+      }
     } catch (error) {
       if (this.started) this.options.onError(error);
+    } finally {
+      this.beating = false;
     }
   }
+
+  private beating = false;
 }
 
 const MAX_STORE_FAILURES = 5;
+
+/** How long `stop()` waits for a claim pass in flight and for its row's removal. */
+const STOP_BOUND_MS = 5_000;
 
 /** Executors alive in this process: a row with our pid but not in here is a dead predecessor's. */
 const executorsInThisProcess = new Set<string>();

@@ -1,4 +1,3 @@
-import { RunNotFoundError } from "../errors.js";
 import type { RunStatus } from "../store/store.js";
 import type { CairnRuntime } from "./cairn.js";
 import { errorFromText, fromStored } from "./values.js";
@@ -20,8 +19,7 @@ export class RunHandle<Output = unknown> {
   ) {}
 
   async status(): Promise<RunStatusInfo> {
-    const run = await this.cairn.store().getRun(this.id);
-    if (run === undefined) throw new RunNotFoundError(this.id);
+    const run = await this.cairn.readRun(this.id);
     return run.error !== null && run.status !== "succeeded" ? { status: run.status, error: errorFromText(run.error) } : { status: run.status };
   }
 

@@ -234,12 +234,25 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 3,
     name: "replay order",
     statements: [
-      // Where each operation was called (its path of positions; null = the seq itself), the order in
-      // which the workflow saw operations complete, and a fingerprint of what it was called with:
-      // what replay needs to reproduce concurrent and nested operations exactly (docs/replay.md).
+      // Where each operation was called (its scope and occurrence; null for a top-level first
+      // occurrence), the order in which the workflow saw operations complete, and a fingerprint of
+      // what it was called with: what replay needs to reproduce concurrent and nested operations
+      // exactly (docs/replay.md).
       `ALTER TABLE cairn_steps ADD COLUMN path TEXT`,
       `ALTER TABLE cairn_steps ADD COLUMN completion INTEGER`,
       `ALTER TABLE cairn_steps ADD COLUMN fingerprint TEXT`,
+    ],
+  },
+  {
+    version: 4,
+    name: "executor-namespace-and-recovery-base",
+    statements: [
+      // Where `pid` means something: "<boot id>:<pid namespace>" on Linux, null elsewhere. A pid is
+      // only checked for life by an executor in the same namespace on the same boot of the machine.
+      `ALTER TABLE cairn_executors ADD COLUMN pid_namespace TEXT`,
+      // The run's `recoveries` when it was last resumed: recoveries past it count toward
+      // maxRecoveryAttempts (poison runs), so a resumed run gets a fresh allowance.
+      `ALTER TABLE cairn_runs ADD COLUMN recovery_base INTEGER NOT NULL DEFAULT 0`,
     ],
   },
 ];

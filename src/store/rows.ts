@@ -30,6 +30,7 @@ export function toRunRow(raw: Raw): RunRow {
     updatedAt: num(raw.updated_at),
     finishedAt: numOrNull(raw.finished_at),
     recoveries: num(raw.recoveries),
+    recoveryBase: num(raw.recovery_base ?? 0),
     forkedFrom: strOrNull(raw.forked_from),
     forkedFromSeq: numOrNull(raw.forked_from_seq),
   };
@@ -60,6 +61,7 @@ export function toExecutorRow(raw: Raw): ExecutorRow {
     hostname: String(raw.hostname),
     pid: num(raw.pid),
     backendPid: numOrNull(raw.backend_pid),
+    pidNamespace: strOrNull(raw.pid_namespace),
     appVersion: String(raw.app_version),
     startedAt: num(raw.started_at),
     heartbeatAt: num(raw.heartbeat_at),

@@ -136,6 +136,8 @@ export interface RunRow {
   updatedAt: number;
   finishedAt: number | null;
   recoveries: number;
+  /** `recoveries` when the run was last resumed; recoveries past it count toward maxRecoveryAttempts. */
+  recoveryBase: number;
   forkedFrom: string | null;
   forkedFromSeq: number | null;
 }
@@ -203,6 +205,11 @@ export interface ExecutorRow {
   pid: number;
   /** The PostgreSQL backend (session) pid of the executor's listening connection; null on SQLite. */
   backendPid: number | null;
+  /**
+   * The pid namespace `pid` belongs to ("<boot id>:<namespace>", Linux) or null where unknown: a
+   * pid is checked for life only by an executor on the same host in the same namespace.
+   */
+  pidNamespace: string | null;
   appVersion: string;
   startedAt: number;
   heartbeatAt: number;
@@ -283,12 +290,18 @@ export interface Store {
   /** Creates a new run with the journal of `runId` below `fromSeq`. */
   forkRun(runId: string, fromSeq: number, fork: NewRun): Promise<void>;
 
+  /** Inserts the executor's row; for an id already registered, updates its backend pid and heartbeat. */
   registerExecutor(executor: ExecutorRow): Promise<void>;
   heartbeat(executorId: string, at: number): Promise<void>;
   listExecutors(): Promise<ExecutorRow[]>;
   /** Backend pids of live database sessions (PostgreSQL); null where the backend has no sessions. */
   liveBackendPids(): Promise<Set<number> | null>;
   removeExecutors(ids: string[]): Promise<void>;
+  /**
+   * Hands the running runs of executor `fromId` to `toId` (an executor re-registering under a new
+   * identity): the old id's fences stop holding, and the move is not a recovery. Returns their ids.
+   */
+  transferRuns(fromId: string, toId: string, at: number): Promise<string[]>;
 
   /** Read-only SQL for the CLI and dashboards. Refuses anything that writes. */
   query(sql: string): Promise<QueryResult>;

@@ -1,4 +1,5 @@
 import pg from "pg";
+import { backoffMs } from "../transient.js";
 import { WAKE_CHANNEL } from "./postgres-writes.js";
 
 interface Connected {
@@ -13,15 +14,19 @@ interface Connected {
  * pid vanish from `pg_stat_activity` at once — no lease has to lapse. It also LISTENs on
  * `cairn_wake`.
  *
- * Opened on first use (a CLI that only reads never opens it). Once lost — the server restarted,
- * the network dropped — it is not reopened: other executors already count this one as dead, so a
- * new pid would only hide that; `pid()` answers null and the wake listeners are called once so
- * the engine polls.
+ * Opened on first use (a CLI that only reads never opens it). When it is lost — the server
+ * restarted, the network dropped, someone ran `pg_terminate_backend` — the wake listeners are
+ * called (so the engine polls and notices) and it is opened again, with backoff, until it is back.
+ * Meanwhile `currentPid()` answers null; afterwards it answers the NEW backend pid. The executor
+ * compares that with the pid in its row: a different pid means peers may already have counted it
+ * dead and taken its runs, so it re-registers under a new identity (see Executor).
  */
 export class PostgresSession {
   private connected: Promise<Connected> | null = null;
-  private lost = false;
+  private live: Connected | null = null;
   private closing = false;
+  private reconnectTimer: NodeJS.Timeout | null = null;
+  private failures = 0;
   private readonly listeners = new Set<() => void>();
 
   constructor(
@@ -29,30 +34,68 @@ export class PostgresSession {
     private readonly types: pg.CustomTypesConfig,
   ) {}
 
+  /** Opens the session if it never was (waiting for it), then answers as `currentPid()` does. */
   async pid(): Promise<number | null> {
-    const session = await this.open();
-    return this.lost ? null : session.pid;
+    if (this.connected === null && this.live === null && this.reconnectTimer === null) await this.open();
+    return this.currentPid();
+  }
+
+  /** The backend pid of the session as it is now: null while it is lost and being reopened. */
+  currentPid(): number | null {
+    return this.live?.pid ?? null;
   }
 
   /** Listening starts with the session; `await pid()` first to be sure no wake-up is missed. */
   onWake(listener: () => void): void {
     this.listeners.add(listener);
-    this.open().catch(() => undefined);
+    if (this.live === null && this.reconnectTimer === null) this.open().catch(() => undefined);
   }
 
   async close(): Promise<void> {
     this.closing = true;
+    if (this.reconnectTimer !== null) clearTimeout(this.reconnectTimer);
     const session = await this.connected?.catch(() => null);
     this.connected = null;
-    await session?.client.end().catch(() => undefined);
+    this.live = null;
+    // A socket to a server that vanished can take long to end: do not wait on it past a moment.
+    await Promise.race([session?.client.end().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, 1_000).unref())]);
   }
 
   private open(): Promise<Connected> {
-    this.connected ??= this.connect().catch((error: unknown) => {
-      this.connected = null;
-      throw error;
-    });
+    this.connected ??= this.connect().then(
+      (session) => {
+        this.failures = 0;
+        this.live = session;
+        return session;
+      },
+      (error: unknown) => {
+        this.connected = null;
+        throw error;
+      },
+    );
     return this.connected;
+  }
+
+  private lost(client: pg.Client): void {
+    if (this.closing || this.live?.client !== client) return;
+    this.live = null;
+    this.connected = null;
+    client.end().catch(() => undefined);
+    this.wake();
+    this.reopenLater();
+  }
+
+  private reopenLater(): void {
+    if (this.closing || this.reconnectTimer !== null) return;
+    this.failures++;
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = null;
+      this.open().then(
+        () => this.wake(),
+        () => this.reopenLater(),
+      );
+    }, backoffMs(this.failures));
+    this.reconnectTimer.unref();
   }
 
   private async connect(): Promise<Connected> {
@@ -60,14 +103,11 @@ export class PostgresSession {
       connectionString: this.url,
       types: this.types,
       keepAlive: true,
+      connectionTimeoutMillis: 10_000,
       // The server notices a vanished machine (not only a killed process) within about 25 s.
       options: "-c tcp_keepalives_idle=10 -c tcp_keepalives_interval=5 -c tcp_keepalives_count=3",
     });
-    const lost = (): void => {
-      if (this.lost || this.closing) return;
-      this.lost = true;
-      this.wake();
-    };
+    const lost = (): void => this.lost(client);
     client.on("error", lost);
     client.on("end", lost);
     client.on("notification", (message) => {

@@ -19,6 +19,7 @@ import type {
   Store,
   WriteOp,
 } from "../store.js";
+import { isTransientStoreError } from "../transient.js";
 import { PostgresSession } from "./postgres-session.js";
 import { PostgresWrites } from "./postgres-writes.js";
 
@@ -57,6 +58,9 @@ const MIGRATION_LOCK = 0x636169726e;
 const RETRYABLE_SQLSTATES = new Set(["40P01", "40001"]);
 const MAX_ATTEMPTS = 5;
 
+/** How long `close()` waits for the commit in flight and the connections to end. */
+const CLOSE_BOUND_MS = 5_000;
+
 /**
  * The scale-out backend: many executor processes, on many machines, share one PostgreSQL.
  *
@@ -85,6 +89,10 @@ export class PostgresStore implements Store {
       connectionString: url,
       max: options.poolSize ?? 10,
       types: TYPES,
+      keepAlive: true,
+      // A checkout that cannot get a connection (the server is down, every slot busy) fails
+      // instead of waiting forever; the error is transient, so its caller retries with backoff.
+      connectionTimeoutMillis: 10_000,
       ...(options.readonly ? { options: "-c default_transaction_read_only=on" } : {}),
     });
     // An idle pooled connection that breaks (a server restart) is discarded by the pool and the
@@ -122,12 +130,20 @@ export class PostgresStore implements Store {
     if (version > LATEST_SCHEMA_VERSION) throw newerSchema(version);
   }
 
+  /**
+   * Waits for the commit in flight, then closes every connection. Against a server that is gone
+   * this gives up after CLOSE_BOUND_MS rather than hang: the sockets die with the process.
+   */
   async close(): Promise<void> {
-    while (this.flushing !== null) await this.flushing;
-    this.writer?.release();
-    this.writer = null;
-    await this.session.close();
-    await this.pool.end();
+    const closing = (async () => {
+      while (this.flushing !== null) await this.flushing;
+      this.dropWriter();
+      await this.session.close();
+      await this.pool.end();
+    })();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([closing, new Promise((resolve) => (timer = setTimeout(resolve, CLOSE_BOUND_MS)))]);
+    clearTimeout(timer);
   }
 
   commit(fence: Fence | null, ops: WriteOp[]): Promise<void> {
@@ -368,9 +384,19 @@ export class PostgresStore implements Store {
 
   async registerExecutor(executor: ExecutorRow): Promise<void> {
     await this.pool.query(
-      `INSERT INTO cairn_executors (id, hostname, pid, backend_pid, app_version, started_at, heartbeat_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-      [executor.id, executor.hostname, executor.pid, executor.backendPid, executor.appVersion, executor.startedAt, executor.heartbeatAt],
+      `INSERT INTO cairn_executors (id, hostname, pid, pid_namespace, backend_pid, app_version, started_at, heartbeat_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+       ON CONFLICT (id) DO UPDATE SET backend_pid = excluded.backend_pid, heartbeat_at = excluded.heartbeat_at`,
+      [
+        executor.id,
+        executor.hostname,
+        executor.pid,
+        executor.pidNamespace,
+        executor.backendPid,
+        executor.appVersion,
+        executor.startedAt,
+        executor.heartbeatAt,
+      ],
     );
   }
 
@@ -390,6 +416,14 @@ export class PostgresStore implements Store {
   async liveBackendPids(): Promise<Set<number> | null> {
     const result = await this.pool.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE pid IS NOT NULL");
     return new Set(result.rows.map((r) => r.pid));
+  }
+
+  async transferRuns(fromId: string, toId: string, at: number): Promise<string[]> {
+    const result = await this.pool.query<{ id: string }>(
+      "UPDATE cairn_runs SET executor_id = $1, updated_at = $2 WHERE executor_id = $3 AND status = 'running' RETURNING id",
+      [toId, at, fromId],
+    );
+    return result.rows.map((r) => r.id);
   }
 
   async removeExecutors(ids: string[]): Promise<void> {
@@ -426,7 +460,8 @@ export class PostgresStore implements Store {
 
   /**
    * The backend pid of this store's dedicated session (see `PostgresSession`): the executor's
-   * liveness as other executors see it in `pg_stat_activity`. Null once that session is lost.
+   * liveness as other executors see it in `pg_stat_activity`. Null while that session is lost
+   * and being reopened; a different pid after it was reopened.
    */
   async sessionPid(): Promise<number | null> {
     return this.session.pid();
@@ -449,8 +484,10 @@ export class PostgresStore implements Store {
   private async onWriter<T>(fn: (client: PoolClient) => Promise<T>): Promise<T> {
     if (this.writer === null) {
       const client = await this.pool.connect();
-      client.on("error", () => {
-        if (this.writer === client) this.writer = null;
+      // A writer whose socket breaks while idle is released to the pool as broken (which destroys
+      // it and frees its slot) — merely forgetting it would leak one pool slot per dropped connection.
+      client.on("error", (error) => {
+        if (this.writer === client) this.dropWriter(error);
       });
       this.writer = client;
     }
@@ -458,16 +495,24 @@ export class PostgresStore implements Store {
     try {
       return await fn(writer);
     } catch (error) {
-      // An error from the server (it has a SQLSTATE) leaves the connection usable; anything else may not.
-      if (typeof (error as { code?: unknown }).code !== "string" && this.writer === writer) {
-        this.writer = null;
-        writer.release(error instanceof Error ? error : true);
-      }
+      // A statement's own error (constraint, data) leaves the connection usable. Anything else —
+      // no SQLSTATE, or a connection/shutdown SQLSTATE such as 57P01 from pg_terminate_backend —
+      // means the session is gone or going: destroy it; the next flush checks out a new one.
+      const statementError = typeof (error as { code?: unknown }).code === "string" && !isTransientStoreError(error);
+      if (!statementError && this.writer === writer) this.dropWriter(error instanceof Error ? error : new Error(String(error)));
       throw error;
     }
   }
 
   private writer: PoolClient | null = null;
+
+  /** Gives the writer back to the pool: healthy (shutdown), or broken so the pool destroys it. */
+  private dropWriter(broken?: Error): void {
+    const writer = this.writer;
+    if (writer === null) return;
+    this.writer = null;
+    writer.release(broken);
+  }
 
   private async inTransaction<T>(fn: (client: PoolClient) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();

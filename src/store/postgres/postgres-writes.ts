@@ -394,7 +394,7 @@ export class PostgresWrites {
     const changed = await db.query({
       name: "cairn_resume",
       text: `UPDATE cairn_runs SET status = 'enqueued', error = NULL, output = NULL, output_hash = NULL, finished_at = NULL, deadline_at = NULL,
-               executor_id = NULL, wake_at = NULL, updated_at = $1 WHERE id = $2 AND status IN ('failed', 'cancelled')`,
+               executor_id = NULL, wake_at = NULL, recovery_base = recoveries, updated_at = $1 WHERE id = $2 AND status IN ('failed', 'cancelled')`,
       values: [at, runId],
     });
     if ((changed.rowCount ?? 0) === 0) return false;

@@ -320,10 +320,20 @@ export class SqliteStore implements Store {
     await this.lock.run(() => {
       this
         .prepared(
-          `INSERT INTO cairn_executors (id, hostname, pid, backend_pid, app_version, started_at, heartbeat_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?)`,
+          `INSERT INTO cairn_executors (id, hostname, pid, pid_namespace, backend_pid, app_version, started_at, heartbeat_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT (id) DO UPDATE SET backend_pid = excluded.backend_pid, heartbeat_at = excluded.heartbeat_at`,
         )
-        .run(executor.id, executor.hostname, executor.pid, executor.backendPid, executor.appVersion, executor.startedAt, executor.heartbeatAt);
+        .run(
+          executor.id,
+          executor.hostname,
+          executor.pid,
+          executor.pidNamespace,
+          executor.backendPid,
+          executor.appVersion,
+          executor.startedAt,
+          executor.heartbeatAt,
+        );
     });
   }
 
@@ -339,6 +349,18 @@ export class SqliteStore implements Store {
 
   async liveBackendPids(): Promise<Set<number> | null> {
     return null;
+  }
+
+  async transferRuns(fromId: string, toId: string, at: number): Promise<string[]> {
+    return this.lock.run(() =>
+      (
+        this.prepared("UPDATE cairn_runs SET executor_id = ?, updated_at = ? WHERE executor_id = ? AND status = 'running' RETURNING id").all(
+          toId,
+          at,
+          fromId,
+        ) as { id: string }[]
+      ).map((r) => r.id),
+    );
   }
 
   async removeExecutors(ids: string[]): Promise<void> {

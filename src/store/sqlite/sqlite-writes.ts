@@ -207,7 +207,7 @@ export class SqliteWrites {
     const changed = this.db
       .prepare(
         `UPDATE cairn_runs SET status = 'enqueued', error = NULL, output = NULL, output_hash = NULL, finished_at = NULL, deadline_at = NULL,
-           executor_id = NULL, wake_at = NULL, updated_at = ? WHERE id = ? AND status IN ('failed', 'cancelled')`,
+           executor_id = NULL, wake_at = NULL, recovery_base = recoveries, updated_at = ? WHERE id = ? AND status IN ('failed', 'cancelled')`,
       )
       .run(at, runId).changes;
     if (changed === 0) return false;
