@@ -5,6 +5,7 @@ import { TERMINAL_STATUSES, type RunRow, type Store } from "../store/store.js";
 import { systemClock, type Clock } from "./clock.js";
 import type { WorkflowContext } from "./context.js";
 import { Executor } from "./executor.js";
+import { validateName, validateRunId, validateTopic, validateWorkflowName } from "./names.js";
 import { RunHandle } from "./run-handle.js";
 import type { WorkflowFunction } from "./run-execution.js";
 import { errorText, fromStored, toStored } from "./values.js";
@@ -100,7 +101,7 @@ export class CairnRuntime implements WorkflowHost {
     fn: (ctx: WorkflowContext, input: Input) => Promise<Output>,
     options: WorkflowOptions<Input> = {},
   ): Workflow<Input, Output> {
-    if (typeof name !== "string" || name.length === 0) throw new InvalidSpecError("name", name, "a workflow needs a non-empty name");
+    validateWorkflowName(name);
     if (this.workflows.has(name)) throw new InvalidSpecError("name", name, "a workflow with this name is already registered");
     if (typeof fn !== "function") throw new InvalidSpecError("fn", fn, `workflow "${name}" needs a function`);
     this.workflows.set(name, fn as WorkflowFunction);
@@ -123,6 +124,7 @@ export class CairnRuntime implements WorkflowHost {
 
   /** A handle on an existing run (nothing is read until you call a method). */
   run<Output = unknown>(id: string): RunHandle<Output> {
+    validateRunId(id, "id");
     return new RunHandle<Output>(this, id);
   }
 
@@ -200,6 +202,7 @@ export class CairnRuntime implements WorkflowHost {
       throw new InvalidSpecError("fromSeq", options.fromSeq, "must be an integer ≥ 0");
     }
     const id = options.id ?? randomUUID();
+    validateRunId(id, "id");
     await this.storeInstance.forkRun(runId, options.fromSeq, {
       id,
       workflow: original.workflow,
@@ -224,6 +227,8 @@ export class CairnRuntime implements WorkflowHost {
    * resolves; with an idempotencyKey a retried send inserts nothing.
    */
   async send(runId: string, topic: string, value: unknown, options: SendOptions = {}): Promise<void> {
+    validateTopic(topic);
+    if (options.idempotencyKey !== undefined) validateName("idempotencyKey", options.idempotencyKey);
     await this.ready();
     await this.mustGetRun(runId);
     const now = this.clock.now();
@@ -245,6 +250,8 @@ export class CairnRuntime implements WorkflowHost {
 
   /** Reads an event a run set with `ctx.setEvent`, waiting up to `timeoutMs` for it to appear. */
   async getEvent<T = unknown>(runId: string, key: string, options: { timeoutMs?: number } = {}): Promise<T | undefined> {
+    validateRunId(runId);
+    validateName("key", key);
     await this.ready();
     const deadline = Date.now() + (options.timeoutMs ?? 0);
     for (;;) {
@@ -280,6 +287,7 @@ export class CairnRuntime implements WorkflowHost {
   }
 
   private async mustGetRun(runId: string): Promise<RunRow> {
+    validateRunId(runId);
     const run = await this.storeInstance.getRun(runId);
     if (run === undefined) throw new RunNotFoundError(runId);
     return run;
