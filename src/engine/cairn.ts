@@ -5,6 +5,8 @@ import { TERMINAL_STATUSES, type RunRow, type Store } from "../store/store.js";
 import { systemClock, type Clock } from "./clock.js";
 import type { WorkflowContext } from "./context.js";
 import { Executor } from "./executor.js";
+import { deleteRuns, RetentionPolicy, type RetentionOptions } from "./retention-policy.js";
+import type { DeletedRuns, RunDeleteFilter } from "../store/retention.js";
 import { validateName, validateRunId, validateTopic, validateWorkflowName } from "./names.js";
 import { RunHandle } from "./run-handle.js";
 import type { WorkflowFunction } from "./run-execution.js";
@@ -35,6 +37,8 @@ export interface CairnOptions {
   onError?: (error: unknown) => void;
   /** Use this store instead of opening `database`. */
   store?: Store;
+  /** Delete finished runs after a while (applied in small batches by the executor). Default: keep everything. */
+  retention?: RetentionOptions;
 }
 
 export interface ForkOptions {
@@ -63,6 +67,17 @@ export class CairnRuntime implements WorkflowHost {
   private readonly executor: Executor;
   private migrated: Promise<void> | null = null;
   private closed = false;
+  private readonly retention: RetentionPolicy | null;
+
+  /**
+   * Deleting finished runs: `delete(filter)` removes the matching runs with their descendants and
+   * every row keyed by their ids, then the payloads nothing names any more; `gc()` sweeps every
+   * unreferenced payload. Never touches an unfinished run. See RunDeleteFilter.
+   */
+  readonly runs = {
+    delete: async (filter: RunDeleteFilter): Promise<DeletedRuns> => deleteRuns(await this.readyStore(), filter),
+    gc: async (): Promise<number> => (await this.readyStore()).collectPayloads(),
+  };
 
   constructor(options: CairnOptions = {}) {
     this.database = options.database ?? process.env.CAIRN_DATABASE ?? "cairn.db";
@@ -83,7 +98,12 @@ export class CairnRuntime implements WorkflowHost {
       pollIntervalMs,
       maxConcurrentRuns: options.maxConcurrentRuns ?? 1000,
       onError: options.onError ?? ((error) => console.error("[cairn]", error)),
+      ...(options.retention === undefined ? {} : { maintenance: () => this.retention?.tick() }),
     });
+    this.retention =
+      options.retention === undefined
+        ? null
+        : new RetentionPolicy(this.storeInstance, this.clock, options.retention, options.onError ?? ((error) => console.error("[cairn]", error)));
   }
 
   /** The system database (read it with SQL; do not write to Cairn's tables). */
@@ -119,6 +139,7 @@ export class CairnRuntime implements WorkflowHost {
     if (this.closed) return;
     this.closed = true;
     await this.executor.stop();
+    await this.retention?.stop();
     await this.storeInstance.close();
   }
 

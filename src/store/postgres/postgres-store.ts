@@ -8,6 +8,7 @@ import type {
   ExecutorRow,
   Fence,
   NewRun,
+  OperatorQueryOptions,
   QueryResult,
   ReceiveRequest,
   ReceiveResult,
@@ -19,6 +20,9 @@ import type {
   Store,
   WriteOp,
 } from "../store.js";
+import type { DeletedRuns, RunDeleteFilter } from "../retention.js";
+import { postgresOperatorQuery } from "./postgres-operator-query.js";
+import { postgresCollectPayloads, postgresDeleteRuns } from "./postgres-retention.js";
 import { PostgresSession } from "./postgres-session.js";
 import { PostgresWrites } from "./postgres-writes.js";
 
@@ -463,6 +467,18 @@ export class PostgresStore implements Store {
   }
 
   private writer: PoolClient | null = null;
+
+  operatorQuery(sql: string, options: OperatorQueryOptions = {}): Promise<QueryResult> {
+    return postgresOperatorQuery(this.pool, this.url, TYPES, sql, options);
+  }
+
+  deleteRuns(filter: RunDeleteFilter): Promise<DeletedRuns> {
+    return postgresDeleteRuns(this.pool, filter);
+  }
+
+  collectPayloads(): Promise<number> {
+    return postgresCollectPayloads(this.pool);
+  }
 
   private async inTransaction<T>(fn: (client: PoolClient) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();

@@ -1,5 +1,6 @@
 import type Database from "better-sqlite3";
 import { forkIdTaken } from "../fork.js";
+import { RunNotFoundError } from "../../errors.js";
 import { CANCEL_APPROVALS, FORK_MODEL_CALLS, FORK_TOOL_CALLS, REOPEN_APPROVALS } from "../agent-rows.js";
 import { buildRowOp } from "../row-ops.js";
 import { numbered, positionalPlaceholders, splitStored } from "../rows.js";
@@ -225,6 +226,7 @@ export class SqliteWrites {
 
   fork(runId: string, fromSeq: number, fork: NewRun): void {
     if (this.db.prepare("SELECT 1 FROM cairn_runs WHERE id = ?").get(fork.id) !== undefined) throw forkIdTaken(fork.id);
+    if (this.db.prepare("SELECT 1 FROM cairn_runs WHERE id = ?").get(runId) === undefined) throw new RunNotFoundError(runId);
     this.run(fork);
     this.db
       .prepare(
