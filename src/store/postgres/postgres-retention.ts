@@ -21,7 +21,7 @@ const PROMPT_HASHES = `SELECT m.run_id AS run_id, jsonb_array_elements_text(CASE
  * Retention on PostgreSQL, in two transactions.
  *
  * 1. The runs: matched with `FOR UPDATE SKIP LOCKED` (executors running retention at once take
- *    different runs), each tree's rows locked in id order, statuses checked under the lock, rows
+ *    different runs; runs named by id are waited for instead), each tree's rows locked in id order, statuses checked under the lock, rows
  *    deleted. A fork locks its origin's row `FOR SHARE`, so a fork and the deletion of its origin
  *    take turns: the fork either copies the journal before the deletion (and its rows then name the
  *    payloads) or finds its origin gone.
@@ -35,7 +35,8 @@ export async function postgresDeleteRuns(pool: pg.Pool, filter: RunDeleteFilter)
   validateDeleteFilter(filter);
   const { runIds, skipped, hashes } = await retryingTransaction(pool, async (client) => {
     const sql = adapter(client);
-    const roots = await matchingRuns(sql, filter, "FOR UPDATE SKIP LOCKED");
+    // Named runs wait for a fork or a cancel in flight; a policy's batch skips runs that are busy.
+    const roots = await matchingRuns(sql, filter, filter.ids === undefined ? "FOR UPDATE SKIP LOCKED" : "FOR UPDATE");
     const trees = await deletableTrees(sql, roots, async (ids) => {
       const rows = await client.query<{ id: string; status: RunStatus }>(
         "SELECT id, status FROM cairn_runs WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE",
