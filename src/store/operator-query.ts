@@ -12,7 +12,7 @@ export const DEFAULT_OPERATOR_QUERY_TIMEOUT_MS = 5000;
 /** The database refused the statement (it writes, reads files, signals sessions, takes locks ...). */
 export class OperatorQueryRefusedError extends PermissionDeniedError {
   constructor(what: string, todo: string) {
-    super(`refused: ${what} — ${todo}`);
+    super(`refused: cairn sql only reads (${what}) — ${todo}`);
   }
 }
 

@@ -45,10 +45,10 @@ describe.each(BACKENDS)("cairn sql on $name", (backend: Backend) => {
     expect(JSON.parse(ok.stdout)).toEqual([{ id: "r1", status: "succeeded" }]);
     expectOneLineError(await sql(database, ""), /the query is empty/);
     expectOneLineError(await sql(database, "   "), /the query is empty/);
-    expectOneLineError(await sql(database, "DELETE FROM cairn_runs"), /refused/);
-    expectOneLineError(await sql(database, "UPDATE cairn_runs SET status = 'failed'"), /refused/);
-    expectOneLineError(await sql(database, "DROP TABLE cairn_steps"), /refused/);
-    expectOneLineError(await sql(database, "CREATE TABLE evil (x int)"), /refused/);
+    expectOneLineError(await sql(database, "DELETE FROM cairn_runs"), /refused: cairn sql only reads/);
+    expectOneLineError(await sql(database, "UPDATE cairn_runs SET status = 'failed'"), /refused: cairn sql only reads/);
+    expectOneLineError(await sql(database, "DROP TABLE cairn_steps"), /refused: cairn sql only reads/);
+    expectOneLineError(await sql(database, "CREATE TABLE evil (x int)"), /refused: cairn sql only reads/);
     expectOneLineError(await sql(database, "SELECT 1; DELETE FROM cairn_runs"), /several statements/);
     expectOneLineError(await sql(database, "SELECT 1; SELECT 2"), /several statements/);
     expectOneLineError(await sql(database, "SELEC 1"), /SQL error/);
@@ -100,21 +100,21 @@ describe.skipIf(postgresUrl === undefined)("cairn sql on postgres: what the data
     const database = await populated(env);
     const marker = join(mkdtempSync(join(tmpdir(), "cairn-sql-")), "pwned");
     const cases: [string, RegExp][] = [
-      [`COPY (SELECT 1) TO PROGRAM 'touch ${marker}'`, /refused by the database: .*pg_execute_server_program/],
-      [`COPY (SELECT 1) TO '${marker}'`, /refused by the database: .*pg_write_server_files/],
-      ["COPY (SELECT id FROM cairn_runs) TO STDOUT", /refused: COPY/],
-      ["COPY cairn_runs FROM STDIN", /refused by the database/],
-      ["SELECT pg_read_file('/etc/passwd')", /refused by the database: permission denied for function pg_read_file/],
-      ["SELECT pg_ls_dir('.')", /refused by the database: permission denied/],
-      ["SELECT lo_import('/etc/passwd')", /refused by the database: permission denied/],
-      ["SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid()", /refused by the database/],
-      ["SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid()", /refused by the database/],
-      ["SELECT set_config('role', 'postgres', false)", /refused by the database: permission denied to set role/],
-      ["SELECT set_config('session_authorization', 'postgres', false)", /refused by the database: permission denied/],
-      [`SELECT pg_advisory_lock(${0x636169726e})`, /refused: the statement took an advisory lock/],
-      ["SELECT pg_advisory_xact_lock(7)", /refused: the statement took an advisory lock/],
-      ["SELECT * FROM pg_authid", /refused by the database: permission denied/],
-      ["CREATE TEMP TABLE t (x int)", /refused by the database/],
+      [`COPY (SELECT 1) TO PROGRAM 'touch ${marker}'`, /refused: .*pg_execute_server_program/],
+      [`COPY (SELECT 1) TO '${marker}'`, /refused: .*pg_write_server_files/],
+      ["COPY (SELECT id FROM cairn_runs) TO STDOUT", /refused: .*COPY is not a query/],
+      ["COPY cairn_runs FROM STDIN", /refused: cairn sql only reads/],
+      ["SELECT pg_read_file('/etc/passwd')", /refused: .*permission denied for function pg_read_file/],
+      ["SELECT pg_ls_dir('.')", /refused: .*permission denied/],
+      ["SELECT lo_import('/etc/passwd')", /refused: .*permission denied/],
+      ["SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid()", /refused: cairn sql only reads/],
+      ["SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid()", /refused: cairn sql only reads/],
+      ["SELECT set_config('role', 'postgres', false)", /refused: .*permission denied to set role/],
+      ["SELECT set_config('session_authorization', 'postgres', false)", /refused: .*permission denied/],
+      [`SELECT pg_advisory_lock(${0x636169726e})`, /refused: .*the statement took an advisory lock/],
+      ["SELECT pg_advisory_xact_lock(7)", /refused: .*the statement took an advisory lock/],
+      ["SELECT * FROM pg_authid", /refused: .*permission denied/],
+      ["CREATE TEMP TABLE t (x int)", /refused: cairn sql only reads/],
     ];
     for (const [query, expected] of cases) expectOneLineError(await sql(database, query), expected);
     expect(existsSync(marker)).toBe(false);

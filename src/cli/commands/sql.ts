@@ -51,13 +51,13 @@ function queryFailure(error: unknown): Error {
   const message = error instanceof Error ? oneLine(error.message) : String(error);
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code === "string" && REFUSED.has(code)) {
-    return new CliError(`refused by the database: ${message}`, "cairn sql only reads Cairn's tables; change runs with cairn cancel/resume/fork/send");
+    return new CliError(`refused: cairn sql only reads (the database said: ${message})`, "change runs with cairn cancel/resume/fork/send");
   }
   if (code === "42601" && /multiple commands/i.test(message)) {
-    return new CliError("refused: several statements in one query", "give exactly one SELECT statement");
+    return new CliError("refused: cairn sql only reads one statement at a time (several statements given)", "give exactly one SELECT statement");
   }
   if (/more than one statement/i.test(message)) {
-    return new CliError("refused: several statements in one query", "give exactly one SELECT statement");
+    return new CliError("refused: cairn sql only reads one statement at a time (several statements given)", "give exactly one SELECT statement");
   }
   return new CliError(`SQL error: ${message}`, "check the statement (list the tables with `cairn sql --help`)");
 }

@@ -57,7 +57,7 @@ export async function sqliteOperatorQuery(path: string, sql: string, options: Op
       throw new TimeoutError(`the query ran past its ${timeoutMs} ms timeout and was stopped — narrow it, or pass --timeout <ms>`);
     }
     if (failure?.refused === true) {
-      throw new OperatorQueryRefusedError(failure.message, "cairn sql only reads: give one SELECT (or WITH ... SELECT) statement");
+      throw new OperatorQueryRefusedError(failure.message, "give one SELECT (or WITH ... SELECT) statement");
     }
     if (failure !== undefined) throw Object.assign(new Error(failure.message), failure.code === undefined ? {} : { code: failure.code });
     if (code !== 0) throw new CairnError(`the query process ended with code ${String(code)}: ${stderr.trim()}`);
