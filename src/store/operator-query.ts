@@ -27,3 +27,7 @@ export function validTimeoutMs(timeoutMs: unknown): number {
   }
   return timeoutMs;
 }
+
+export function severalStatements(): OperatorQueryRefusedError {
+  return new OperatorQueryRefusedError("one statement at a time; several were given", "give exactly one SELECT statement");
+}

@@ -49,8 +49,8 @@ describe.each(BACKENDS)("cairn sql on $name", (backend: Backend) => {
     expectOneLineError(await sql(database, "UPDATE cairn_runs SET status = 'failed'"), /refused: cairn sql only reads/);
     expectOneLineError(await sql(database, "DROP TABLE cairn_steps"), /refused: cairn sql only reads/);
     expectOneLineError(await sql(database, "CREATE TABLE evil (x int)"), /refused: cairn sql only reads/);
-    expectOneLineError(await sql(database, "SELECT 1; DELETE FROM cairn_runs"), /several statements/);
-    expectOneLineError(await sql(database, "SELECT 1; SELECT 2"), /several statements/);
+    expectOneLineError(await sql(database, "SELECT 1; DELETE FROM cairn_runs"), /one statement at a time/);
+    expectOneLineError(await sql(database, "SELECT 1; SELECT 2"), /one statement at a time/);
     expectOneLineError(await sql(database, "SELEC 1"), /SQL error/);
     expectOneLineError(await sql(database, "SELECT 1", "--timeout", "0"), /--timeout must be an integer ≥ 1/);
     expectOneLineError(await sql(database, "SELECT 1", "--timeout", "soon"), /--timeout must be an integer/);

@@ -56,7 +56,7 @@ export const deleteCommand: Command = {
       return missed;
     });
     if (json) printJson({ deleted: total.runIds, skipped: total.skipped, payloads: total.payloads, problems });
-    else {
+    else if (total.runIds.length > 0 || problems.length === 0) {
       const runs = total.runIds.length === 1 ? "1 run" : `${total.runIds.length} runs`;
       print(`deleted ${runs} and ${total.payloads} unreferenced payload${total.payloads === 1 ? "" : "s"}`);
       if (total.skipped.length > 0) print(dim(`kept ${total.skipped.length} with unfinished descendants: ${total.skipped.slice(0, 10).join(", ")}`));

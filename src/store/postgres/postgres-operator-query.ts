@@ -3,7 +3,7 @@ import pg from "pg";
 import type { QueryConfig } from "pg";
 import { CairnError, TimeoutError } from "../../errors.js";
 import type { OperatorQueryOptions, QueryResult } from "../store.js";
-import { emptyQuery, OperatorQueryRefusedError, validTimeoutMs } from "../operator-query.js";
+import { emptyQuery, OperatorQueryRefusedError, severalStatements, validTimeoutMs } from "../operator-query.js";
 
 /**
  * `cairn sql` on PostgreSQL: an operator's query, refused by the database — not by string checks —
@@ -81,7 +81,12 @@ export async function postgresOperatorQuery(
   try {
     return await Promise.race([readOnly(client, sql), guard]);
   } catch (error) {
-    if (sqlState(error) === "57014") throw timedOut(timeoutMs);
+    const code = sqlState(error);
+    if (code === "57014") throw timedOut(timeoutMs);
+    if (code === "25006" || code === "42501") {
+      throw new OperatorQueryRefusedError(`the database said: ${(error as Error).message}`, "change runs with cairn cancel/resume/fork/send");
+    }
+    if (code === "42601" && /multiple commands/i.test((error as Error).message)) throw severalStatements();
     throw error;
   } finally {
     clearTimeout(timer);

@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
 import { createInterface } from "node:readline";
 import { CairnError, TimeoutError } from "../../errors.js";
-import { emptyQuery, OperatorQueryRefusedError, validTimeoutMs } from "../operator-query.js";
+import { emptyQuery, OperatorQueryRefusedError, severalStatements, validTimeoutMs } from "../operator-query.js";
 import type { OperatorQueryOptions, QueryResult } from "../store.js";
 
 /**
@@ -56,6 +56,7 @@ export async function sqliteOperatorQuery(path: string, sql: string, options: Op
     if (timedOut) {
       throw new TimeoutError(`the query ran past its ${timeoutMs} ms timeout and was stopped — narrow it, or pass --timeout <ms>`);
     }
+    if (failure !== undefined && /more than one statement/i.test(failure.message)) throw severalStatements();
     if (failure?.refused === true) {
       throw new OperatorQueryRefusedError(failure.message, "give one SELECT (or WITH ... SELECT) statement");
     }
