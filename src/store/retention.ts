@@ -124,25 +124,33 @@ export async function deletableTrees(
   roots: string[],
   lockRows: (ids: string[]) => Promise<Map<string, RunStatus>>,
 ): Promise<{ runIds: string[]; skipped: string[] }> {
+  if (roots.length === 0) return { runIds: [], skipped: [] };
+  const list = roots.map((_, i) => `$${i + 1}`).join(", ");
+  const tree = await sql.all<{ root: string; id: string }>(
+    `WITH RECURSIVE tree(root, id) AS (SELECT id, id FROM cairn_runs WHERE id IN (${list})
+       UNION SELECT t.root, r.id FROM cairn_runs r JOIN tree t ON r.parent_id = t.id)
+     SELECT root, id FROM tree`,
+    roots,
+  );
+  const ancestors = await sql.all<{ root: string; status: RunStatus }>(
+    `WITH RECURSIVE up(root, id) AS (SELECT id, parent_id FROM cairn_runs WHERE id IN (${list}) AND parent_id IS NOT NULL
+       UNION SELECT u.root, r.parent_id FROM cairn_runs r JOIN up u ON r.id = u.id WHERE r.parent_id IS NOT NULL)
+     SELECT up.root, r.status FROM up JOIN cairn_runs r ON r.id = up.id`,
+    roots,
+  );
+  const members = new Map<string, string[]>(roots.map((root) => [root, []]));
+  for (const { root, id } of tree) members.get(root)?.push(id);
+  const statuses = await lockRows([...new Set(tree.map((t) => t.id))]);
+  const finished = (status: RunStatus | undefined) => status !== undefined && TERMINAL_STATUSES.includes(status);
+  const busyAncestor = new Set(ancestors.filter((a) => !finished(a.status)).map((a) => a.root));
   const runIds: string[] = [];
   const taken = new Set<string>();
   const skipped: string[] = [];
   for (const root of roots) {
-    const tree = await sql.all<{ id: string }>(
-      `WITH RECURSIVE tree(id) AS (SELECT CAST($1 AS TEXT) UNION SELECT r.id FROM cairn_runs r JOIN tree t ON r.parent_id = t.id)
-       SELECT id FROM tree`,
-      [root],
-    );
-    const ancestors = await sql.all<{ status: RunStatus }>(
-      `WITH RECURSIVE up(id) AS (SELECT parent_id FROM cairn_runs WHERE id = $1
-         UNION SELECT r.parent_id FROM cairn_runs r JOIN up u ON r.id = u.id WHERE r.parent_id IS NOT NULL)
-       SELECT r.status FROM up JOIN cairn_runs r ON r.id = up.id`,
-      [root],
-    );
-    const ids = tree.map((t) => t.id).filter((id) => !taken.has(id));
-    const statuses = await lockRows(ids);
-    const finished = (status: RunStatus | undefined) => status !== undefined && TERMINAL_STATUSES.includes(status);
-    if (!finished(statuses.get(root)) || ids.some((id) => !finished(statuses.get(id))) || ancestors.some((a) => !finished(a.status))) {
+    const ids = (members.get(root) ?? []).filter((id) => !taken.has(id));
+    // A root that vanished (deleted meanwhile) has no members and no status: neither deleted nor skipped.
+    if (ids.length === 0) continue;
+    if (busyAncestor.has(root) || ids.some((id) => !finished(statuses.get(id)))) {
       skipped.push(root);
       continue;
     }
