@@ -175,6 +175,34 @@ describe.each(BACKENDS)("retention on $name", (backend) => {
     expect(await count(cairn.store(), "SELECT count(*) AS n FROM cairn_payloads")).toBe(0);
   });
 
+  it("while runs keep writing a payload that deleted runs shared, none of them loses it", async () => {
+    const cairn = env.cairn(await env.database());
+    const { big } = register(cairn);
+    const keeper = cairn.workflow("keeper", async (ctx, i: number) => {
+      for (let s = 0; s < 5; s++) await ctx.step(`shared-${s}`, () => SHARED);
+      return i;
+    });
+    await cairn.launch();
+    let stop = false;
+    let deleted = 0;
+    const deleting = (async () => {
+      while (!stop) {
+        deleted += (await cairn.runs.delete({ workflow: "big" })).runIds.length;
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    })();
+    const victims = Array.from({ length: 30 }, (_, i) => big.start(`v${i}`, { id: `v${i}` }).then((h) => h.result().catch(() => undefined)));
+    const keepers = Array.from({ length: 30 }, (_, i) => keeper.start(i, { id: `k${i}` }).then((h) => h.result()));
+    expect(await Promise.all(keepers)).toEqual(Array.from({ length: 30 }, (_, i) => i));
+    await Promise.all(victims);
+    stop = true;
+    await deleting;
+    deleted += (await cairn.runs.delete({ workflow: "big" })).runIds.length;
+    expect(deleted).toBe(30);
+    for (let i = 0; i < 30; i++) await expectWholeJournal(cairn.store(), `k${i}`);
+    await expectNoDanglingHash(cairn.store());
+  });
+
   it("under concurrent forks of the run being deleted, every fork that exists has its whole journal", async () => {
     const cairn = env.cairn(await env.database());
     const { big } = register(cairn);
