@@ -37,6 +37,7 @@ export class Cairn extends CairnRuntime {
     fn: (ctx: AgentContext, input: Input) => Promise<Output>,
     options: WorkflowOptions<Input> = {},
   ): Workflow<Input, Output> {
+    if (typeof fn !== "function") return super.workflow(name, fn, options); // refused there, naming the field
     return super.workflow(name, (ctx, input: Input) => fn(agentContext(ctx, this.agentSettings), input), options);
   }
 

@@ -2,6 +2,7 @@ import type { LanguageModelV3 } from "@ai-sdk/provider";
 import { generateText, jsonSchema, stepCountIs, tool, type ModelMessage, type OutputInterface as OutputSpec, type ToolLoopAgentSettings, type ToolSet } from "ai";
 import { InvalidSpecError } from "../errors.js";
 import type { WorkflowContext } from "../engine/context.js";
+import { validateWorkflowName } from "../engine/names.js";
 import { durableRun } from "../engine/durable-run.js";
 import type { Workflow } from "../engine/workflow.js";
 import { agentContext, type AgentSettings } from "./agent-context.js";
@@ -90,6 +91,7 @@ export interface AgentOutput {
 export type Agent = Workflow<AgentInput, AgentOutput>;
 
 export function validateAgentSpec(name: string, spec: AgentSpec): void {
+  validateWorkflowName(name, "agent name");
   if (spec === null || typeof spec !== "object") throw new InvalidSpecError("spec", spec, `agent "${name}" needs a spec object`);
   const model = spec.model as Partial<LanguageModelV3> | undefined;
   if (model === undefined || typeof model.doGenerate !== "function") {

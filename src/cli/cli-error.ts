@@ -30,6 +30,8 @@ export function describeError(error: unknown): string {
     if (message.includes(" — ")) return message;
     return `${message} — ${HINTS[error.code] ?? "see `cairn --help`"}`;
   }
+  const database = databaseFailure(error);
+  if (database !== undefined) return database;
   if (error instanceof Error) {
     return `unexpected ${error.name}: ${oneLine(error.message)} — this is a bug in cairn; please report it with the command you ran`;
   }
@@ -38,4 +40,31 @@ export function describeError(error: unknown): string {
 
 export function oneLine(text: string): string {
   return text.replace(/\s*\n\s*/g, " ").trim();
+}
+
+/**
+ * What the database says when it cannot do what was asked, for reasons outside cairn: a file the
+ * user cannot write, a peer holding SQLite's single write lock, a full disk.
+ */
+function databaseFailure(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code !== "string") return undefined;
+  const message = oneLine(error instanceof Error ? error.message : String(error));
+  if (code.startsWith("SQLITE_READONLY")) {
+    return `the database is read-only here (${message}) — this command writes; run it as a user who may write the file and its directory (SQLite also writes the -wal and -shm files next to it)`;
+  }
+  if (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED")) {
+    return (
+      `the database stayed locked by another process for the whole wait (${message}) — SQLite has one writer at a time; ` +
+      "a process stopped (SIGSTOP, a debugger) inside a write transaction blocks every other; let it continue or end it (fuser <file> finds it)"
+    );
+  }
+  if (code === "SQLITE_FULL") return `the disk is full (${message}) — free some space; nothing was half-written`;
+  if (code.startsWith("SQLITE_CANTOPEN") || code === "EACCES" || code === "EPERM") {
+    return `cannot open the database file (${message}) — check the path and its permissions`;
+  }
+  if (code.startsWith("SQLITE_CORRUPT") || code === "SQLITE_NOTADB") {
+    return `the database file is damaged or not an SQLite database (${message}) — point --database at your application's file`;
+  }
+  return undefined;
 }

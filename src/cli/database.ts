@@ -90,6 +90,12 @@ function openFailure(error: unknown, database: string): Error {
   if (code === "SQLITE_NOTADB") {
     return new CliError(`${name} is not a Cairn database (it is not an SQLite file at all)`, "point --database at the file your application uses");
   }
+  if (typeof code === "string" && code.startsWith("SQLITE_READONLY")) {
+    return new CliError(
+      `cannot read ${name}: ${message} (a database in WAL mode needs its -wal and -shm files, which SQLite creates next to it)`,
+      "run as a user who may write the file's directory, or open it once as one so the files exist",
+    );
+  }
   if (typeof code === "string" && code.startsWith("SQLITE_")) {
     return new CliError(`cannot read ${name}: ${message}`, "check the path given to --database");
   }

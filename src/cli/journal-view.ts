@@ -3,7 +3,8 @@ import { decodeValue } from "../store/codec.js";
 import type { RunRow, StepRow, Store } from "../store/store.js";
 import { RunNotFoundError } from "../errors.js";
 import { agentTreeJson, loadAgentTree, renderAgentTree, type AgentTreeRun } from "./agent-tree.js";
-import { formatClock, formatDuration, formatTime, renderValue, table, truncate } from "./output.js";
+import { toStepRow } from "../store/rows.js";
+import { formatClock, formatDuration, formatTime, print, printTable, renderValue, truncate } from "./output.js";
 import { runDurationMs, runJson } from "./run-fields.js";
 import { bold, dim, red, status } from "./style.js";
 
@@ -11,25 +12,44 @@ import { bold, dim, red, status } from "./style.js";
 export interface RunView {
   run: RunRow;
   children: RunRow[];
+  /** One page of the journal: entries with seq ≥ page.from, at most page.limit of them. */
   journal: StepRow[];
+  page: JournalPage;
   /** The run's tree of descendants with model calls, tokens and cost; only for a run with children or model calls. */
   agents?: AgentTreeRun[] | undefined;
 }
 
-export async function loadRunView(store: Store, runId: string): Promise<RunView> {
+export interface JournalPage {
+  from: number;
+  limit: number;
+  /** Journal entries of the whole run. */
+  total: number;
+}
+
+/** Entries shown when `--limit` is not given: a page reads and prints in well under a second. */
+export const DEFAULT_JOURNAL_LIMIT = 1000;
+
+export async function loadRunView(store: Store, runId: string, paging: { from?: number; limit?: number } = {}): Promise<RunView> {
   const run = await store.getRun(runId);
   if (run === undefined) throw new RunNotFoundError(runId);
-  const [children, journal, agents] = await Promise.all([
+  const from = paging.from ?? 0;
+  const limit = paging.limit ?? DEFAULT_JOURNAL_LIMIT;
+  const [children, journal, counted, agents] = await Promise.all([
     store.listRuns({ parentId: runId, limit: 1000 }),
-    store.loadJournal(runId),
+    store.select<Record<string, unknown>>(
+      `SELECT s.*, COALESCE(s.output, p.body) AS output_text FROM cairn_steps s
+       LEFT JOIN cairn_payloads p ON p.hash = s.output_hash WHERE s.run_id = $1 AND s.seq >= $2 ORDER BY s.seq LIMIT $3`,
+      [runId, from, limit],
+    ),
+    store.select<{ n: number | string }>("SELECT count(*) AS n FROM cairn_steps WHERE run_id = $1", [runId]),
     loadAgentTree(store, run),
   ]);
   children.sort((a, b) => (a.parentSeq ?? 0) - (b.parentSeq ?? 0));
-  return { run, children, journal, agents };
+  return { run, children, journal: journal.map(toStepRow), page: { from, limit, total: Number(counted[0]?.n ?? 0) }, agents };
 }
 
 /** The header and the journal as a timeline, for people. */
-export function renderRunView({ run, children, journal, agents }: RunView): string {
+export function printRunView({ run, children, journal, page, agents }: RunView): void {
   const field = (label: string, value: string) => `${dim(label.padEnd(12))}${value}`;
   const lines = [
     field("run", bold(run.id)),
@@ -48,12 +68,14 @@ export function renderRunView({ run, children, journal, agents }: RunView): stri
   if (run.error !== null) lines.push(field("error", red(errorPreview(run.error, 100))));
   lines.push("");
   if (journal.length === 0) {
-    lines.push(dim("journal: empty (no step recorded yet)"));
+    lines.push(dim(page.total === 0 ? "journal: empty (no step recorded yet)" : `journal: no entry from seq ${page.from} (${page.total} entries)`));
     if (agents !== undefined) lines.push("", renderAgentTree(agents));
-    return lines.join("\n");
+    print(lines.join("\n"));
+    return;
   }
-  lines.push(
-    table(
+  print(lines.join("\n"));
+  lines.length = 0;
+  printTable(
       [
         { header: "SEQ", align: "right" },
         "NAME",
@@ -72,14 +94,17 @@ export function renderRunView({ run, children, journal, agents }: RunView): stri
         String(step.attempts),
         stepPreview(step),
       ]),
-    ),
   );
+  const last = journal[journal.length - 1]!.seq;
+  if (journal.length < page.total) {
+    lines.push(dim(`(${journal.length} of ${page.total} journal entries, seq ${journal[0]!.seq}–${last}; --from ${last + 1} for the next page)`));
+  }
   if (agents !== undefined) lines.push("", renderAgentTree(agents));
-  return lines.join("\n");
+  if (lines.length > 0) print(lines.join("\n"));
 }
 
 /** The same, for `--json`: values decoded, errors as `{ name, message, code }`. */
-export function runViewJson({ run, children, journal, agents }: RunView): Record<string, unknown> {
+export function runViewJson({ run, children, journal, page, agents }: RunView): Record<string, unknown> {
   return {
     ...runJson(run),
     input: decodeOrText(run.input),
@@ -87,6 +112,7 @@ export function runViewJson({ run, children, journal, agents }: RunView): Record
     error: run.error === null ? null : errorRecord(run.error),
     parentSeq: run.parentSeq,
     children: children.map((c) => ({ id: c.id, workflow: c.workflow, status: c.status, parentSeq: c.parentSeq })),
+    journalPage: page,
     journal: journal.map((step) => ({
       seq: step.seq,
       name: step.name,

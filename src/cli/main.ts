@@ -5,6 +5,8 @@ import type { Command } from "./command.js";
 import { approvals } from "./commands/approvals.js";
 import { approve } from "./commands/approve.js";
 import { cancel } from "./commands/cancel.js";
+import { deleteCommand } from "./commands/delete.js";
+import { gc } from "./commands/gc.js";
 import { deny } from "./commands/deny.js";
 import { demo } from "./commands/demo.js";
 import { experiment } from "./commands/experiment.js";
@@ -20,7 +22,10 @@ import { databaseOf } from "./database.js";
 import { commandHelp, overallHelp } from "./help.js";
 import { print } from "./output.js";
 
-const COMMANDS: readonly Command[] = [runs, show, why, sql, cancel, resume, fork, send, approvals, approve, deny, demo, experiment, mockLlm];
+const COMMANDS: readonly Command[] = [
+  ...[runs, show, why, sql, cancel, resume, fork, send, approvals, approve, deny, demo, experiment, mockLlm],
+  ...[deleteCommand, gc],
+];
 
 /** Runs the CLI on `argv` (without `node main.js`) and returns the exit code. */
 async function main(argv: readonly string[]): Promise<number> {

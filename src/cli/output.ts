@@ -18,8 +18,46 @@ export interface Column {
 
 /** An aligned table: a header row, then one row per entry; cells are already strings. */
 export function table(columns: readonly (Column | string)[], rows: readonly string[][]): string {
+  return [...tableLines(columns, rows)].join("\n");
+}
+
+/**
+ * The same table, written to stdout in chunks as it is built: a result of any size (140,000 rows)
+ * prints without one giant string.
+ */
+export function printTable(columns: readonly (Column | string)[], rows: readonly string[][]): void {
+  let chunk = "";
+  for (const line of tableLines(columns, rows)) {
+    chunk += `${line}\n`;
+    if (chunk.length >= 65_536) {
+      process.stdout.write(chunk);
+      chunk = "";
+    }
+  }
+  if (chunk !== "") process.stdout.write(chunk);
+}
+
+/** `--json` for a long list: one element per line group, written as it goes. */
+export function printJsonArray(items: readonly unknown[]): void {
+  if (items.length === 0) return print("[]");
+  let chunk = "[\n";
+  items.forEach((item, i) => {
+    chunk += `  ${JSON.stringify(jsonSafe(item))}${i === items.length - 1 ? "" : ","}\n`;
+    if (chunk.length >= 65_536) {
+      process.stdout.write(chunk);
+      chunk = "";
+    }
+  });
+  process.stdout.write(`${chunk}]\n`);
+}
+
+function* tableLines(columns: readonly (Column | string)[], rows: readonly string[][]): Generator<string> {
   const cols = columns.map((c) => (typeof c === "string" ? { header: c } : c));
-  const widths = cols.map((c, i) => Math.max(c.header.length, ...rows.map((r) => visibleLength(r[i] ?? ""))));
+  // A loop, not Math.max(...cells): spreading 125,000+ arguments overflows the stack.
+  const widths = cols.map((c) => c.header.length);
+  for (const row of rows) {
+    for (let i = 0; i < cols.length; i++) widths[i] = Math.max(widths[i]!, visibleLength(row[i] ?? ""));
+  }
   const line = (cells: readonly string[], header: boolean): string =>
     cols
       .map((c, i) => {
@@ -30,7 +68,8 @@ export function table(columns: readonly (Column | string)[], rows: readonly stri
       })
       .join("  ")
       .trimEnd();
-  return [line(cols.map((c) => c.header), true), ...rows.map((r) => line(r, false))].join("\n");
+  yield line(cols.map((c) => c.header), true);
+  for (const row of rows) yield line(row, false);
 }
 
 /** Local time, to the second: `2025-03-01 14:03:09`. */

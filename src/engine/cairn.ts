@@ -7,6 +7,9 @@ import { systemClock, type Clock } from "./clock.js";
 import type { WorkflowContext } from "./context.js";
 import { Executor } from "./executor.js";
 import { assertUserSend } from "./reserved-topics.js";
+import { deleteRuns, RetentionPolicy, type RetentionOptions } from "./retention-policy.js";
+import type { DeletedRuns, RunDeleteFilter } from "../store/retention.js";
+import { validateName, validateRunId, validateTopic, validateWorkflowName } from "./names.js";
 import { RunHandle } from "./run-handle.js";
 import { DEFAULT_REPLAY_STALL_MS, type WorkflowFunction } from "./run-execution.js";
 import { errorText, fromStored, toStored } from "./values.js";
@@ -54,6 +57,8 @@ export interface CairnOptions {
    * same key to every process that runs agents or decides approvals.
    */
   approvalKey?: string | Uint8Array;
+  /** Delete finished runs after a while (applied in small batches by the executor). Default: keep everything. */
+  retention?: RetentionOptions;
 }
 
 export interface ForkOptions {
@@ -82,6 +87,17 @@ export class CairnRuntime implements WorkflowHost {
   private readonly executor: Executor;
   private migrated: Promise<void> | null = null;
   private closed = false;
+  private readonly retention: RetentionPolicy | null;
+
+  /**
+   * Deleting finished runs: `delete(filter)` removes the matching runs with their descendants and
+   * every row keyed by their ids, then the payloads nothing names any more; `gc()` sweeps every
+   * unreferenced payload. Never touches an unfinished run. See RunDeleteFilter.
+   */
+  readonly runs = {
+    delete: async (filter: RunDeleteFilter): Promise<DeletedRuns> => deleteRuns(await this.readyStore(), filter),
+    gc: async (): Promise<number> => (await this.readyStore()).collectPayloads(),
+  };
 
   constructor(options: CairnOptions = {}) {
     this.database = options.database ?? process.env.CAIRN_DATABASE ?? "cairn.db";
@@ -108,7 +124,12 @@ export class CairnRuntime implements WorkflowHost {
       replayStallMs: positiveMs("replayStallMs", options.replayStallMs ?? DEFAULT_REPLAY_STALL_MS),
       maxRecoveryAttempts,
       onError: options.onError ?? ((error) => console.error("[cairn]", error)),
+      ...(options.retention === undefined ? {} : { maintenance: () => this.retention?.tick() }),
     });
+    this.retention =
+      options.retention === undefined
+        ? null
+        : new RetentionPolicy(this.storeInstance, this.clock, options.retention, options.onError ?? ((error) => console.error("[cairn]", error)));
   }
 
   /** The system database (read it with SQL; do not write to Cairn's tables). */
@@ -126,7 +147,7 @@ export class CairnRuntime implements WorkflowHost {
     fn: (ctx: WorkflowContext, input: Input) => Promise<Output>,
     options: WorkflowOptions<Input> = {},
   ): Workflow<Input, Output> {
-    if (typeof name !== "string" || name.length === 0) throw new InvalidSpecError("name", name, "a workflow needs a non-empty name");
+    validateWorkflowName(name);
     if (this.workflows.has(name)) throw new InvalidSpecError("name", name, "a workflow with this name is already registered");
     if (typeof fn !== "function") throw new InvalidSpecError("fn", fn, `workflow "${name}" needs a function`);
     this.workflows.set(name, fn as WorkflowFunction);
@@ -148,11 +169,13 @@ export class CairnRuntime implements WorkflowHost {
     if (this.closed) return;
     this.closed = true;
     await this.executor.stop();
+    await this.retention?.stop();
     await this.storeInstance.close();
   }
 
   /** A handle on an existing run (nothing is read until you call a method). */
   run<Output = unknown>(id: string): RunHandle<Output> {
+    validateRunId(id, "id");
     return new RunHandle<Output>(this, id);
   }
 
@@ -230,6 +253,7 @@ export class CairnRuntime implements WorkflowHost {
       throw new InvalidSpecError("fromSeq", options.fromSeq, "must be an integer ≥ 0");
     }
     const id = options.id ?? randomUUID();
+    validateRunId(id, "id");
     await this.storeInstance.forkRun(runId, options.fromSeq, {
       id,
       workflow: original.workflow,
@@ -255,6 +279,8 @@ export class CairnRuntime implements WorkflowHost {
    * destination run: the same key sent to two runs delivers to both.
    */
   async send(runId: string, topic: string, value: unknown, options: SendOptions = {}): Promise<void> {
+    validateTopic(topic);
+    if (options.idempotencyKey !== undefined) validateName("idempotencyKey", options.idempotencyKey);
     if (options.idempotencyKey !== undefined && (typeof options.idempotencyKey !== "string" || options.idempotencyKey.length === 0)) {
       throw new InvalidSpecError("idempotencyKey", options.idempotencyKey, "must be a non-empty string");
     }
@@ -280,6 +306,8 @@ export class CairnRuntime implements WorkflowHost {
 
   /** Reads an event a run set with `ctx.setEvent`, waiting up to `timeoutMs` for it to appear. */
   async getEvent<T = unknown>(runId: string, key: string, options: { timeoutMs?: number } = {}): Promise<T | undefined> {
+    validateRunId(runId);
+    validateName("key", key);
     await this.ready();
     const deadline = Date.now() + (options.timeoutMs ?? 0);
     for (;;) {
@@ -327,6 +355,7 @@ export class CairnRuntime implements WorkflowHost {
   }
 
   private async mustGetRun(runId: string): Promise<RunRow> {
+    validateRunId(runId);
     const run = await this.storeInstance.getRun(runId);
     if (run === undefined) throw new RunNotFoundError(runId);
     return run;

@@ -27,6 +27,8 @@ export interface ExecutorOptions {
   maxRecoveryAttempts: number;
   /** Called with errors the executor cannot hand to anyone (a failed poll, a store outage). */
   onError: (error: unknown) => void;
+  /** Housekeeping run on every poll while the executor runs (the retention policy's batches). */
+  maintenance?: () => void;
 }
 
 /**
@@ -119,6 +121,8 @@ export class Executor implements ExecutionHost {
     const heartbeatMs = Math.max(50, Math.floor(this.options.leaseMs / 3));
     this.timers.push(setInterval(() => void this.heartbeat(), heartbeatMs));
     this.timers.push(setInterval(() => this.poke(true), this.options.pollIntervalMs));
+    const maintenance = this.options.maintenance;
+    if (maintenance !== undefined) this.timers.push(setInterval(maintenance, this.options.pollIntervalMs));
     for (const timer of this.timers) timer.unref();
     await this.claimPass(true);
   }

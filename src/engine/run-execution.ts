@@ -18,6 +18,7 @@ import { isTransientStoreError } from "../store/transient.js";
 import { errorFromText, errorText, fromStored, storableThrown, toStored } from "./values.js";
 import { CompletionOrder } from "./completion-order.js";
 import { assertUserSend } from "./reserved-topics.js";
+import { validateName, validateOperationName, validateRunId, validateTopic } from "./names.js";
 import { ReplayJournal, operationBase, operationScopes, storedPath, topScope, type OperationScope } from "./replay-journal.js";
 
 /** What an execution needs from the executor that loaded it. */
@@ -311,6 +312,8 @@ export class RunExecution implements WorkflowContext {
   }
 
   async send(runId: string, topic: string, value: unknown): Promise<void> {
+    validateRunId(runId);
+    validateTopic(topic);
     assertUserSend(topic);
     const began = this.begin(topic, "send");
     if (began === null) return never();
@@ -374,6 +377,7 @@ export class RunExecution implements WorkflowContext {
   }
 
   async setEvent(key: string, value: unknown): Promise<void> {
+    validateName("event key", key);
     const began = this.begin(key, "event");
     if (began === null) return never();
     const { seq, row } = began;
@@ -399,6 +403,7 @@ export class RunExecution implements WorkflowContext {
     input: Input,
     options: ChildOptions = {},
   ): Promise<ChildHandle<Output>> {
+    if (options.id !== undefined) validateRunId(options.id, "id");
     const began = this.begin(workflow.name, "child");
     if (began === null) return never();
     const { seq, row } = began;
@@ -482,6 +487,7 @@ export class RunExecution implements WorkflowContext {
    */
   private begin(name: string, kind: StepKind, fingerprint?: string): Began | null {
     if (this.stopped) return null;
+    validateOperationName(kind, name);
     const scope = this.scope();
     if (scope.refuse !== undefined) {
       throw new InvalidSpecError(

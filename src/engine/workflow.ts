@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { InvalidSpecError } from "../errors.js";
+import { validateRunId } from "./names.js";
 import type { ChildWorkflow, WorkflowContext } from "./context.js";
 import type { RunHandle } from "./run-handle.js";
 import { validateInput, type StandardSchemaV1 } from "./standard-schema.js";
@@ -41,7 +42,7 @@ export class Workflow<Input, Output> implements ChildWorkflow<Input, Output> {
    */
   async start(input: Input, options: StartOptions = {}): Promise<RunHandle<Output>> {
     const id = options.id ?? randomUUID();
-    if (typeof id !== "string" || id.length === 0) throw new InvalidSpecError("id", id, "a run id must be a non-empty string");
+    validateRunId(id, "id");
     if (options.timeoutMs !== undefined && (!Number.isFinite(options.timeoutMs) || options.timeoutMs <= 0)) {
       throw new InvalidSpecError("timeoutMs", options.timeoutMs, "must be a number of milliseconds > 0");
     }

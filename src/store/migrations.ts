@@ -255,6 +255,25 @@ export const MIGRATIONS: readonly Migration[] = [
       `ALTER TABLE cairn_runs ADD COLUMN recovery_base INTEGER NOT NULL DEFAULT 0`,
     ],
   },
+  {
+    version: 5,
+    name: "retention",
+    // Payload garbage collection asks "does any row still name this hash?" for a few hashes at a
+    // time; these partial indexes answer it without scanning the tables (rows with inline values,
+    // the common case, are not indexed at all).
+    statements: [
+      `CREATE INDEX cairn_runs_input_hash ON cairn_runs (input_hash) WHERE input_hash IS NOT NULL`,
+      `CREATE INDEX cairn_runs_output_hash ON cairn_runs (output_hash) WHERE output_hash IS NOT NULL`,
+      `CREATE INDEX cairn_steps_output_hash ON cairn_steps (output_hash) WHERE output_hash IS NOT NULL`,
+      `CREATE INDEX cairn_messages_body_hash ON cairn_messages (body_hash) WHERE body_hash IS NOT NULL`,
+      `CREATE INDEX cairn_events_value_hash ON cairn_events (value_hash) WHERE value_hash IS NOT NULL`,
+      `CREATE INDEX cairn_memory_value_hash ON cairn_memory (value_hash) WHERE value_hash IS NOT NULL`,
+      `CREATE INDEX cairn_artifacts_hash ON cairn_artifacts (hash)`,
+      `CREATE INDEX cairn_runs_retention ON cairn_runs (finished_at) WHERE finished_at IS NOT NULL AND parent_id IS NULL`,
+      `CREATE INDEX cairn_messages_run ON cairn_messages (run_id)`,
+      `CREATE INDEX cairn_artifacts_run ON cairn_artifacts (run_id)`,
+    ],
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

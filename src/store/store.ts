@@ -1,3 +1,4 @@
+import type { DeletedRuns, RunDeleteFilter } from "./retention.js";
 import type { RowOp } from "./row-ops.js";
 
 /**
@@ -245,6 +246,11 @@ export interface QueryResult {
   rows: Record<string, unknown>[];
 }
 
+export interface OperatorQueryOptions {
+  /** The statement is stopped after this long. Default 5000. */
+  timeoutMs?: number;
+}
+
 export interface Store {
   readonly backend: "sqlite" | "postgres";
   /** Creates or upgrades the schema. Safe to call from many processes at once. */
@@ -307,4 +313,19 @@ export interface Store {
   query(sql: string): Promise<QueryResult>;
   /** A parameterised read (`$1, $2, ...` on both backends) for the layers above the engine. */
   select<Row = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<Row[]>;
+
+  /**
+   * An operator's SQL (`cairn sql`): exactly one statement, which the database itself refuses unless
+   * it only reads Cairn's tables, stopped after `timeoutMs`. Throws OperatorQueryRefusedError
+   * (a PermissionDeniedError) for a refusal, TimeoutError at the timeout, InvalidSpecError when empty.
+   */
+  operatorQuery(sql: string, options?: OperatorQueryOptions): Promise<QueryResult>;
+  /**
+   * Deletes the finished runs the filter matches, each with its descendants and its rows in every
+   * table keyed by run id, then the payloads no row names any more (see `retention.ts`). Never
+   * touches an unfinished run, or a tree with one.
+   */
+  deleteRuns(filter: RunDeleteFilter): Promise<DeletedRuns>;
+  /** Deletes every payload no row names (the full sweep of `cairn gc`); returns how many. */
+  collectPayloads(): Promise<number>;
 }

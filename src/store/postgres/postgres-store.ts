@@ -8,6 +8,7 @@ import type {
   ExecutorRow,
   Fence,
   NewRun,
+  OperatorQueryOptions,
   QueryResult,
   ReceiveRequest,
   ReceiveResult,
@@ -20,6 +21,9 @@ import type {
   WriteOp,
 } from "../store.js";
 import { isTransientStoreError } from "../transient.js";
+import type { DeletedRuns, RunDeleteFilter } from "../retention.js";
+import { postgresOperatorQuery } from "./postgres-operator-query.js";
+import { postgresCollectPayloads, postgresDeleteRuns } from "./postgres-retention.js";
 import { PostgresSession } from "./postgres-session.js";
 import { PostgresWrites } from "./postgres-writes.js";
 
@@ -512,6 +516,18 @@ export class PostgresStore implements Store {
     if (writer === null) return;
     this.writer = null;
     writer.release(broken);
+  }
+
+  operatorQuery(sql: string, options: OperatorQueryOptions = {}): Promise<QueryResult> {
+    return postgresOperatorQuery(this.pool, this.url, TYPES, sql, options);
+  }
+
+  deleteRuns(filter: RunDeleteFilter): Promise<DeletedRuns> {
+    return postgresDeleteRuns(this.pool, filter);
+  }
+
+  collectPayloads(): Promise<number> {
+    return postgresCollectPayloads(this.pool);
   }
 
   private async inTransaction<T>(fn: (client: PoolClient) => Promise<T>): Promise<T> {

@@ -1,6 +1,7 @@
 import { CANCEL_APPROVALS, FORK_MODEL_CALLS, FORK_TOOL_CALLS, REOPEN_APPROVALS } from "../agent-rows.js";
 import { buildRowOp } from "../row-ops.js";
 import { FORK_EVENTS, forkIdTaken } from "../fork.js";
+import { RunNotFoundError } from "../../errors.js";
 import type { ClientBase, Pool } from "pg";
 import { splitStored } from "../rows.js";
 import type { Fence, NewRun, ReceiveRequest, ReceiveResult, StepRecord, StoredValue, WaitCondition, WriteOp } from "../store.js";
@@ -426,6 +427,9 @@ export class PostgresWrites {
   async fork(db: Db, runId: string, fromSeq: number, fork: NewRun): Promise<void> {
     const taken = await db.query("SELECT 1 FROM cairn_runs WHERE id = $1 FOR UPDATE", [fork.id]);
     if ((taken.rowCount ?? 0) > 0) throw forkIdTaken(fork.id);
+    // Retention locks a run FOR UPDATE before deleting it: a fork and that deletion take turns.
+    const origin = await db.query("SELECT 1 FROM cairn_runs WHERE id = $1 FOR SHARE", [runId]);
+    if ((origin.rowCount ?? 0) === 0) throw new RunNotFoundError(runId);
     await this.run(db, fork);
     await db.query({
       name: "cairn_fork_steps",

@@ -8,6 +8,7 @@ import type {
   ExecutorRow,
   Fence,
   NewRun,
+  OperatorQueryOptions,
   QueryResult,
   ReceiveRequest,
   ReceiveResult,
@@ -19,6 +20,9 @@ import type {
   Store,
   WriteOp,
 } from "../store.js";
+import type { DeletedRuns, RunDeleteFilter } from "../retention.js";
+import { sqliteOperatorQuery } from "./sqlite-operator-query.js";
+import { sqliteCollectPayloads, sqliteDeleteRuns } from "./sqlite-retention.js";
 import { SqliteWrites } from "./sqlite-writes.js";
 
 export interface SqliteStoreOptions {
@@ -383,6 +387,17 @@ export class SqliteStore implements Store {
     const columns = statement.columns().map((c) => c.name);
     const rows = statement.all() as Record<string, unknown>[];
     return { columns, rows };
+  }
+  operatorQuery(sql: string, options: OperatorQueryOptions = {}): Promise<QueryResult> {
+    return sqliteOperatorQuery(this.path, sql, options);
+  }
+
+  deleteRuns(filter: RunDeleteFilter): Promise<DeletedRuns> {
+    return sqliteDeleteRuns(this.db, this.lock, filter);
+  }
+
+  collectPayloads(): Promise<number> {
+    return sqliteCollectPayloads(this.db, this.lock);
   }
 }
 

@@ -237,6 +237,7 @@ export class SqliteWrites {
 
   fork(runId: string, fromSeq: number, fork: NewRun): void {
     if (this.db.prepare("SELECT 1 FROM cairn_runs WHERE id = ?").get(fork.id) !== undefined) throw forkIdTaken(fork.id);
+    if (this.db.prepare("SELECT 1 FROM cairn_runs WHERE id = ?").get(runId) === undefined) throw new RunNotFoundError(runId);
     this.run(fork);
     this.db
       .prepare(

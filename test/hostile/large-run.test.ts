@@ -1,0 +1,79 @@
+import { execFile } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import Database from "better-sqlite3";
+import pg from "pg";
+import { describe, expect, it } from "vitest";
+import { BACKENDS, type Backend } from "../backends.js";
+import { cairnFactory } from "../harness.js";
+
+const STEPS = 140_000;
+
+function bigCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const main = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [main, ...args],
+      { env: { ...process.env, CAIRN_DATABASE: undefined, NO_COLOR: "1" }, maxBuffer: 512 * 1024 * 1024, timeout: 60_000 },
+      (error, stdout, stderr) => resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : -1, stdout, stderr }),
+    );
+  });
+}
+
+/** Grows run r1's journal to 140,000 entries with one statement (the engine would take minutes). */
+async function grow(backend: Backend, database: string): Promise<void> {
+  const insert = `INSERT INTO cairn_steps (run_id, seq, name, kind, status, output, started_at, finished_at, attempts)
+    SELECT 'r1', n, 'step ' || n, 'step', 'succeeded', '{"v":' || n || '}', 1000, 1001, 1 FROM series WHERE n > 0`;
+  if (backend.name === "sqlite") {
+    const db = new Database(database);
+    db.exec(`WITH RECURSIVE series(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM series WHERE n < ${STEPS - 1}) ${insert}`);
+    db.close();
+  } else {
+    const client = new pg.Client({ connectionString: database });
+    await client.connect();
+    await client.query(`WITH series(n) AS (SELECT generate_series(1, ${STEPS - 1})) ${insert}`);
+    await client.end();
+  }
+}
+
+describe.each(BACKENDS)("cairn show of a 140,000-step run on $name", (backend) => {
+  const env = cairnFactory(backend);
+
+  it("pages the journal with --from and --limit, and prints every entry without crashing", async () => {
+    const database = await env.database();
+    const cairn = env.cairn(database);
+    const one = cairn.workflow("one", async (ctx) => ctx.step("first", () => 0));
+    await cairn.launch();
+    await (await one.start(undefined, { id: "r1" })).result();
+    await cairn.shutdown();
+    await grow(backend, database);
+
+    let started = Date.now();
+    const page = await bigCli(["show", "r1", "--database", database]);
+    const pageMs = Date.now() - started;
+    expect(page.stderr).toBe("");
+    expect(page.code).toBe(0);
+    expect(page.stdout).toMatch(/\(1000 of 140000 journal entries, seq 0–999; --from 1000 for the next page\)/);
+
+    const middle = await bigCli(["show", "r1", "--database", database, "--from", "70000", "--limit", "3", "--json"]);
+    expect(middle.code).toBe(0);
+    const view = JSON.parse(middle.stdout) as { journal: { seq: number }[]; journalPage: unknown };
+    expect(view.journal.map((s) => s.seq)).toEqual([70000, 70001, 70002]);
+    expect(view.journalPage).toEqual({ from: 70000, limit: 3, total: STEPS });
+
+    started = Date.now();
+    const all = await bigCli(["show", "r1", "--database", database, "--limit", String(STEPS)]);
+    const allMs = Date.now() - started;
+    expect(all.stderr).toBe("");
+    expect(all.code).toBe(0);
+    expect(all.stdout).toContain("step 139999");
+    console.log(`cairn show on ${backend.name}: first page ${pageMs} ms, all ${STEPS} entries ${allMs} ms`);
+
+    const past = await bigCli(["show", "r1", "--database", database, "--from", "999999"]);
+    expect(past.code).toBe(0);
+    expect(past.stdout).toContain(`journal: no entry from seq 999999 (${STEPS} entries)`);
+    const bad = await bigCli(["show", "r1", "--database", database, "--limit", "0"]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/--limit must be an integer ≥ 1/);
+  });
+});
