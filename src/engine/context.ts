@@ -67,10 +67,14 @@ export interface ChildWorkflow<Input, Output> {
 
 /**
  * The run context: the only door from workflow code to the outside world. Every method is a
- * durable operation that takes the next `seq` synchronously, in program order, when it is called,
- * and records its outcome before the workflow sees it. On replay a recorded operation returns its
- * record without acting again; a recorded name that differs from the called one fails the run with
- * a NonDeterminismError.
+ * durable operation with an identity fixed when it is called (its scope, kind, name, fingerprint and
+ * occurrence; see docs/replay.md), and it records its outcome before the workflow sees it. On replay
+ * a recorded operation returns its record without acting again, in the order the workflow saw it
+ * live; a call that contradicts the journal fails the run with a NonDeterminismError.
+ *
+ * Operations may be called inside a step's function (a tool's `execute`): they are journaled in that
+ * step's scope. `recv` and a child's `result()` are refused there (they end only by unloading the
+ * run), and nothing may be called inside `transaction`'s function.
  */
 export interface WorkflowContext {
   readonly runId: string;
