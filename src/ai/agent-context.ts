@@ -1,5 +1,5 @@
 import type { LanguageModelV3 } from "@ai-sdk/provider";
-import type { ToolSet } from "ai";
+import type { IdGenerator, ToolSet } from "ai";
 import type { WorkflowContext } from "../engine/context.js";
 import { DURABLE_RUN, durableRun } from "../engine/durable-run.js";
 import type { Budget } from "./budget.js";
@@ -10,6 +10,7 @@ import { agentState } from "./agent-state.js";
 import { artifactsFor, type Artifacts } from "./artifacts.js";
 import { memoryFor, type Memory } from "./memory.js";
 import { budgetedModel, openRunBudget, type ModelBudgetOptions } from "./model-budget.js";
+import { replayableIdGenerator } from "./replayable-ids.js";
 
 /**
  * The run context with the durable agent primitives, for workflows that run their own AI SDK loop
@@ -40,6 +41,12 @@ export interface AgentContext extends WorkflowContext {
   readonly memory: Memory;
   /** Content-addressed files this run produces (see `Artifacts`). */
   readonly artifacts: Artifacts;
+  /**
+   * An id generator for the AI SDK's `_internal: { generateId }` option of `generateText` and
+   * `streamText`: the ids the SDK makes itself (tool approval ids, part ids) come out the same on
+   * replay (see replayable-ids.ts).
+   */
+  readonly generateId: IdGenerator;
 }
 
 /** What the Cairn that runs a workflow tells its agent helpers. */
@@ -66,6 +73,7 @@ export function agentContext(ctx: WorkflowContext, settings: AgentSettings = {})
     },
     memory: memoryFor(run, run.workflowName),
     artifacts: artifactsFor(run),
+    generateId: replayableIdGenerator(run),
   };
   const proxy = new Proxy(run, {
     get(target, prop) {

@@ -1,10 +1,4 @@
-import type {
-  LanguageModelV3,
-  LanguageModelV3CallOptions,
-  LanguageModelV3Content,
-  LanguageModelV3GenerateResult,
-  LanguageModelV3StreamPart,
-} from "@ai-sdk/provider";
+import { AISDKError, APICallError, type LanguageModelV3, type LanguageModelV3CallOptions, type LanguageModelV3Content, type LanguageModelV3GenerateResult, type LanguageModelV3StreamPart } from "@ai-sdk/provider";
 import { wrapLanguageModel } from "ai";
 import { BudgetExceededError } from "../errors.js";
 import type { DurableRun } from "../engine/durable-run.js";
@@ -15,13 +9,24 @@ import { agentState, type AgentRunState } from "./agent-state.js";
 import { chargeOp, exceeded, scopeChain } from "./budget.js";
 import { askForMoreIfSpent } from "./budget-approval.js";
 import { callSummary, modelCallRow, promptRecord, type CallSummary, type PromptRecord } from "./model-call-record.js";
+import { generateRecord, metadataPart, type GenerateRecord, type RecordedPart, type StreamRecord } from "./model-response.js";
+import { redactHeaders } from "./credentials.js";
 import { costUsd } from "./pricing.js";
-import { appendChunk, streamBand, streamChunkOps } from "./stream-chunks.js";
+import { journalError, originalError, providerErrorRecord, rebuildProviderError, recordIn, type BodyCodec, type ProviderErrorRecord } from "./provider-errors.js";
+import { modelCallReturned } from "./replayable-ids.js";
+import { decodeBody, encodeBody, recordedBodyForm, type BodyForm, type EncodedBody } from "./request-body.js";
+import { appendChunk, chunkOf, streamBand, streamChunkOps } from "./stream-chunks.js";
 
 export interface RecordedModelOptions {
   /** The budget scope charged (an agent's run id); none: no budget. */
   scopeId?: string | undefined;
-  /** Attempts after a failed provider call (HTTP 5xx, timeouts, malformed responses). Default 2. */
+  /**
+   * Further attempts within one model call, by Cairn, after a provider failure that says it is
+   * retryable (`APICallError.isRetryable`, network errors, timeouts). Default 0: the AI SDK's own
+   * `maxRetries` (default 2) is the one retry layer, and each of its attempts is a recorded call of
+   * its own. Setting `retries` makes Cairn the retry layer: pass `maxRetries: 0` to the SDK then
+   * (`cairn.agent` does), or the two multiply.
+   */
   retries?: number;
   /** Per attempt. Default: none. */
   timeoutMs?: number;
@@ -29,36 +34,38 @@ export interface RecordedModelOptions {
   onBudgetExceeded?: "fail" | "ask";
 }
 
-/** What a streamed call records: every part, in order. */
-interface RecordedStream {
-  parts: LanguageModelV3StreamPart[];
-  latencyMs: number;
-}
-
 /**
  * A language model whose calls are durable steps of the run (kind "model"). The AI SDK's
- * `generateText` / `streamText` loops can use it unchanged.
+ * `generateText` / `streamText` loops can use it unchanged, and see on replay what they saw live.
  *
- * Failure semantics: the response (content, tool calls, finish reason, usage, provider metadata)
- * is committed — together with a `cairn_model_calls` row and the budget charge — before the SDK
- * sees it. On recovery a recorded call returns its record and the provider is not contacted. A
- * crash while the provider is answering calls it again on recovery (the answer was never seen).
- * Provider errors are retried (`retries`), and a call that still fails is recorded as failed, so
- * replay fails the same way. Model calls take their seq when the SDK calls the model, in program
- * order, so concurrent calls in one run replay deterministically.
+ * Failure semantics: the response (content, tool calls, finish reason, usage, provider metadata,
+ * response id, timestamp, headers and body; the request body by reference, see request-body.ts) is
+ * committed — together with a `cairn_model_calls` row and the budget charge — before the SDK sees
+ * it. On recovery a recorded call returns its record and the provider is not contacted. A crash
+ * while the provider is answering calls it again on recovery (the answer was never seen). A call
+ * that fails at the provider is recorded as failed with its error's class and fields
+ * (provider-errors.ts), so replay throws an equal error (`APICallError.isInstance`, `statusCode`,
+ * `isRetryable`, ...), and the SDK's own retries go on to the next recorded attempt just as live.
+ * Aborts through the caller's `abortSignal` are never retried; a call's own signal combines the
+ * caller's with the step's (run cancelled, deadline, attempt timeout). Model calls take their seq
+ * when the SDK calls the model, in program order.
  *
- * Streaming: parts reach the SDK as they arrive, and text deltas reach readers in other processes
- * through `cairn.stream(runId)`; the `finish` part is held back until the call's checkpoint
- * commits, and the commit rewrites the stream's rows from the record, so a stream cut by a crash is
- * rebuilt whole. A stream that already delivered parts is not retried within the attempt loop
- * (the reader would see them twice); a crash retries it from the top.
+ * Streaming: parts reach the SDK as they arrive, and reach readers in other processes through
+ * `cairn.stream(runId)`; the `finish` part is held back until the call's checkpoint commits, and
+ * the commit rewrites the stream's rows from the record, so a stream cut by a crash is rebuilt
+ * whole. An in-band `error` part is recorded and delivered like any other part (the SDK goes on and
+ * finishes with `finishReason: "error"`), live and on replay. A stream that breaks is recorded with
+ * the parts it delivered and the error, and replays breaking there, as the SDK sees a broken stream
+ * without Cairn — unless it broke before its first part and Cairn's own `retries` has attempts left,
+ * then it is tried again. Raw chunks are recorded when the call asks for them
+ * (`includeRawChunks`).
  */
 export function recordedModel(run: DurableRun, model: LanguageModelV3, options: RecordedModelOptions = {}): LanguageModelV3 {
   const state = agentState(run);
   const name = `${model.provider}:${model.modelId}`;
-  const stepOptions = (streamStarted: () => boolean): StepOptions => ({
-    retries: options.retries ?? 2,
-    shouldRetry: (error) => !streamStarted() && retryableProviderError(error),
+  const stepOptions = (params: LanguageModelV3CallOptions, streamStarted: () => boolean): StepOptions => ({
+    retries: options.retries ?? 0,
+    shouldRetry: (error) => !streamStarted() && params.abortSignal?.aborted !== true && retryableProviderError(originalError(error)),
     ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
   });
 
@@ -96,6 +103,33 @@ export function recordedModel(run: DurableRun, model: LanguageModelV3, options: 
     return out;
   }
 
+  /** Request bodies in errors and error parts: never the base of a later call's delta (seq -1). */
+  function bodies(params: LanguageModelV3CallOptions): BodyCodec {
+    return {
+      encode: (body) => encodeBody(run, -1, body, params.prompt).form,
+      decode: (form) => decodeBody(run, -1, form, params.prompt, (at) => recordedBodyForm(run, at)),
+    };
+  }
+
+  /** A provider failure, as the step records it. */
+  function failure(error: unknown, params: LanguageModelV3CallOptions): Error {
+    return journalError(error, providerErrorRecord(error, bodies(params)));
+  }
+
+  /** The step's error as the SDK gets it: live, the provider's own; replayed, rebuilt from its record. */
+  async function sdkError(error: unknown, params: LanguageModelV3CallOptions): Promise<unknown> {
+    const original = originalError(error);
+    if (original !== error) return original;
+    const record = recordIn(error);
+    return record === undefined ? error : rebuildProviderError(record, bodies(params));
+  }
+
+  /** Live, the body the provider reported; replayed, rebuilt from the record and the call's prompt. */
+  async function requestBodyOf(live: { body: unknown } | undefined, form: BodyForm | undefined, seq: number, params: LanguageModelV3CallOptions): Promise<unknown> {
+    if (live !== undefined) return live.body;
+    return form === undefined ? undefined : decodeBody(run, seq, form, params.prompt, (at) => recordedBodyForm(run, at));
+  }
+
   return wrapLanguageModel({
     model,
     middleware: {
@@ -104,24 +138,55 @@ export function recordedModel(run: DurableRun, model: LanguageModelV3, options: 
         const release = await inOrder();
         let chain: string[] = [];
         let prompt: PromptRecord | undefined;
+        // Per attempt, by its record: an attempt abandoned at its timeout may still answer later.
+        const attempts = new WeakMap<GenerateRecord, { body: EncodedBody | undefined; live: { body: unknown } | undefined }>();
+        let live: { body: unknown } | undefined;
+        let recordedSeq: number | undefined;
         const previous = state.lastPrompt;
-        const call = run.operation<LanguageModelV3GenerateResult & { latencyMs?: number }>({
+        const call = run.operation<GenerateRecord>({
           kind: "model",
           name,
           fingerprint: promptFingerprint(params),
-          options: stepOptions(() => false),
-          execute: async ({ signal }) => {
+          options: stepOptions(params, () => false),
+          execute: async ({ signal, seq }) => {
+            recordedSeq = seq;
             chain = await admit();
             prompt ??= promptRecord(params, state.storedMessages, previous, run.clock.now());
             const started = run.clock.now();
-            const result = await inner.doGenerate({ ...params, abortSignal: withSignal(params, signal) });
-            return { ...keepable(result), latencyMs: run.clock.now() - started };
+            let result: LanguageModelV3GenerateResult;
+            try {
+              result = await inner.doGenerate({ ...params, abortSignal: withSignal(params, signal) });
+            } catch (error) {
+              throw failure(error, params);
+            }
+            const requestBody = result.request?.body;
+            const body = requestBody === undefined ? undefined : encodeBody(run, seq, requestBody, params.prompt);
+            const record = generateRecord(result, model, run.clock.now(), run.clock.now() - started, body?.form);
+            attempts.set(record, { body, live: requestBody === undefined ? undefined : { body: requestBody } });
+            return record;
           },
-          alsoWrite: (outcome, seq) => (outcome.ok && prompt !== undefined ? rows(seq, prompt, callSummary(outcome.value, false), chain) : []),
-          onRecorded: (result, seq) => remember(state, seq, callSummary(result, false), params, prompt),
+          alsoWrite: (outcome, seq) =>
+            outcome.ok && prompt !== undefined ? rows(seq, prompt, callSummary(outcome.value, false), chain) : [],
+          onRecorded: (result, seq) => {
+            recordedSeq = seq;
+            remember(state, seq, callSummary(result, false), params, prompt);
+            const attempt = attempts.get(result);
+            attempt?.body?.remember();
+            live = attempt?.live;
+            modelCallReturned(run, seq);
+          },
         });
         release(); // the call has its seq
-        return call;
+        let record: GenerateRecord;
+        try {
+          record = await call;
+        } catch (error) {
+          throw await sdkError(error, params);
+        }
+        const { latencyMs: _latency, requestBody, ...result } = record;
+        void _latency;
+        const requestBodyValue = await requestBodyOf(live, requestBody, recordedSeq ?? -1, params);
+        return { ...result, ...(requestBodyValue === undefined ? {} : { request: { body: requestBodyValue } }) } as LanguageModelV3GenerateResult;
       },
 
       wrapStream: async ({ params, model: inner }) => {
@@ -129,59 +194,165 @@ export function recordedModel(run: DurableRun, model: LanguageModelV3, options: 
         let chain: string[] = [];
         let delivered = false;
         let band = streamBand(run);
-        let live = false;
+        let liveCall = false;
         let consumer!: ReadableStreamDefaultController<LanguageModelV3StreamPart>;
         const stream = new ReadableStream<LanguageModelV3StreamPart>({ start: (c) => void (consumer = c) });
         let prompt: PromptRecord | undefined;
+        let body: EncodedBody | undefined;
+        let live: { body: unknown; headers: Record<string, string> | undefined; thrown?: unknown } | undefined;
+        let inBand: BodyCodec | undefined;
+        let recordedSeq: number | undefined;
+        // The SDK gets the stream once the attempt that will be recorded has delivered its first part.
+        let opened!: (head: { request?: { body: unknown }; response?: { headers?: Record<string, string> } }) => void;
+        const head = new Promise<{ request?: { body: unknown }; response?: { headers?: Record<string, string> } }>((resolve) => (opened = resolve));
         const previous = state.lastPrompt;
-        const recorded = run.operation<RecordedStream>({
+        const recorded = run.operation<StreamRecord>({
           kind: "model",
           name,
           fingerprint: promptFingerprint(params),
-          options: stepOptions(() => delivered),
-          execute: async ({ signal, seq }) => {
-            live = true;
+          options: stepOptions(params, () => delivered),
+          execute: async ({ signal, seq, attempt }) => {
+            liveCall = true;
+            recordedSeq = seq;
             chain = await admit();
             prompt ??= promptRecord(params, state.storedMessages, previous, run.clock.now());
             const started = run.clock.now();
-            const result = await inner.doStream({ ...params, abortSignal: withSignal(params, signal) });
-            const parts: LanguageModelV3StreamPart[] = [];
+            let result: Awaited<ReturnType<LanguageModelV3["doStream"]>>;
+            try {
+              result = await inner.doStream({ ...params, abortSignal: withSignal(params, signal) });
+            } catch (error) {
+              throw failure(error, params);
+            }
+            modelCallReturned(run, seq);
+            const requestBody = result.request?.body;
+            live = { body: requestBody, headers: result.response?.headers };
             band = streamBand(run);
             appendChunk(run, seq, band, "reset", "");
             let position = band + 1;
-            for await (const part of result.stream) {
-              if (part.type === "error") throw part.error;
-              if (part.type === "raw") continue;
-              parts.push(part);
-              if (part.type === "finish") continue; // held until the checkpoint commits
-              delivered = true;
+            const deliver = (part: LanguageModelV3StreamPart, recordedPart: RecordedPart): void => {
+              if (!delivered) {
+                delivered = true;
+                opened(liveHead(live!));
+              }
               consumer.enqueue(part);
-              if (part.type === "text-delta") appendChunk(run, seq, position++, "text", part.delta);
+              const chunk = chunkOf(recordedPart as { type: string } & Record<string, unknown>);
+              if (chunk !== null) appendChunk(run, seq, position++, chunk.kind, chunk.text, chunk.part);
+            };
+            const parts: RecordedPart[] = [];
+            let first = true;
+            inBand = bodies(params);
+            let thrown: ProviderErrorRecord | undefined;
+            try {
+              for await (const part of result.stream) {
+                if (part.type === "raw" && params.includeRawChunks !== true) continue;
+                if (first) {
+                  first = false;
+                  // The SDK would stamp a response id and time of its own: give it recorded ones.
+                  const metadata = metadataPart(model, run.clock.now());
+                  if (part.type === "stream-start") {
+                    parts.push(part, metadata);
+                    deliver(part, part);
+                    deliver(metadata, metadata);
+                    continue;
+                  }
+                  parts.push(metadata);
+                  deliver(metadata, metadata);
+                }
+                const kept: RecordedPart = part.type === "error" ? { type: "error", error: { $cairnError: providerErrorRecord(part.error, inBand) } } : part;
+                parts.push(kept);
+                if (part.type === "finish") continue; // held until the checkpoint commits
+                deliver(part, kept);
+              }
+            } catch (error) {
+              // Before any part, with attempts left, Cairn's retry layer tries again. Otherwise the
+              // break is the caller's, as without Cairn (the SDK does not retry a stream that broke):
+              // recorded with the parts delivered, and replayed as a stream that breaks there.
+              if (!delivered && attempt <= (options.retries ?? 0) && params.abortSignal?.aborted !== true && retryableProviderError(error)) {
+                throw failure(error, params);
+              }
+              thrown = providerErrorRecord(error, inBand);
+              live.thrown = error;
             }
-            return { parts, latencyMs: run.clock.now() - started };
+            if (first) {
+              // Not a single part: the SDK would still stamp the step's response itself.
+              const metadata = metadataPart(model, run.clock.now());
+              parts.unshift(metadata);
+              if (thrown !== undefined) deliver(metadata, metadata);
+              else consumer.enqueue(metadata);
+            }
+            body = requestBody === undefined ? undefined : encodeBody(run, seq, requestBody, params.prompt);
+            const headers = redactHeadersOf(result.response?.headers);
+            const value: StreamRecord = { parts, latencyMs: run.clock.now() - started };
+            if (body !== undefined) value.requestBody = body.form;
+            if (headers !== undefined) value.responseHeaders = headers;
+            if (thrown !== undefined) value.thrown = thrown;
+            return value;
           },
           alsoWrite: (outcome, seq) => {
             if (!outcome.ok || prompt === undefined) return [];
             const summary = streamSummary(outcome.value);
-            return [...rows(seq, prompt, summary, chain), ...streamChunkOps(run, seq, band, outcome.value.parts)];
+            return [...rows(seq, prompt, summary, chain), ...streamChunkOps(run, seq, band, outcome.value.parts as ({ type: string } & Record<string, unknown>)[])];
           },
-          onRecorded: (value, seq) => remember(state, seq, streamSummary(value), params, prompt),
+          onRecorded: (value, seq) => {
+            recordedSeq = seq;
+            remember(state, seq, streamSummary(value), params, prompt);
+            body?.remember();
+            modelCallReturned(run, seq);
+          },
         });
         release(); // the call has its seq
-        recorded
-          .then(
-            (value) => {
-              for (const part of value.parts) if (!live || part.type === "finish") consumer.enqueue(part);
+        const finished = recorded.then(
+          async (value) => {
+            const seq = recordedSeq ?? -1;
+            if (!liveCall) {
+              const requestBody = await requestBodyOf(undefined, value.requestBody, seq, params);
+              opened({
+                ...(requestBody === undefined ? {} : { request: { body: requestBody } }),
+                ...(value.responseHeaders === undefined ? {} : { response: { headers: value.responseHeaders as Record<string, string> } }),
+              });
+            } else if (!delivered) {
+              opened(liveHead(live!));
+            }
+            for (const part of value.parts) {
+              if (liveCall && part.type !== "finish") continue;
+              consumer.enqueue(part.type === "error" ? { type: "error", error: await rebuildPart(part.error, params) } : part);
+            }
+            if (value.thrown !== undefined) {
+              consumer.error(liveCall ? live?.thrown : await rebuildProviderError(value.thrown, bodies(params)));
+            } else {
               consumer.close();
-            },
-            (error: unknown) => consumer.error(error),
-          )
-          // The reader went away (cancelled the stream) before the record committed: nothing to deliver.
-          .catch(() => undefined);
-        return { stream };
+            }
+          },
+          async (error: unknown) => {
+            const sdk = await sdkError(error, params);
+            // Before any part, the SDK learns of the failure as doStream's own rejection, as without Cairn.
+            if (!delivered) throw sdk;
+            consumer.error(sdk);
+          },
+        );
+        // The reader went away (cancelled the stream) before the record committed: nothing to deliver.
+        finished.catch(() => undefined);
+        const opening = await Promise.race([head, finished.then(() => head)]);
+        return { stream, ...opening };
       },
     },
   });
+
+  async function rebuildPart(error: unknown, params: LanguageModelV3CallOptions): Promise<unknown> {
+    const record = (error as { $cairnError?: ProviderErrorRecord } | null)?.$cairnError;
+    return record === undefined ? error : rebuildProviderError(record, bodies(params));
+  }
+}
+
+function liveHead(live: { body: unknown; headers: Record<string, string> | undefined }): { request?: { body: unknown }; response?: { headers?: Record<string, string> } } {
+  return {
+    ...(live.body === undefined ? {} : { request: { body: live.body } }),
+    ...(live.headers === undefined ? {} : { response: { headers: redactHeadersOf(live.headers) as Record<string, string> } }),
+  };
+}
+
+function redactHeadersOf(headers: Record<string, string | undefined> | undefined): Record<string, string | undefined> | undefined {
+  return headers === undefined ? undefined : redactHeaders(headers);
 }
 
 function remember(state: AgentRunState, seq: number, summary: CallSummary, params: LanguageModelV3CallOptions, prompt: PromptRecord | undefined): void {
@@ -190,15 +361,16 @@ function remember(state: AgentRunState, seq: number, summary: CallSummary, param
   state.costUsd += costUsd(state.pricing, summary.inputTokens, summary.outputTokens);
 }
 
-function streamSummary(value: RecordedStream): CallSummary {
+function streamSummary(value: StreamRecord): CallSummary {
   const finish = value.parts.find((p) => p.type === "finish");
+  const erred = value.thrown !== undefined || value.parts.some((p) => p.type === "error");
   const content: LanguageModelV3Content[] = value.parts.flatMap((p): LanguageModelV3Content[] =>
     p.type === "text-delta" ? [{ type: "text", text: p.delta }] : p.type === "tool-call" ? [p] : [],
   );
   return callSummary(
     {
       content,
-      finishReason: finish?.finishReason ?? { unified: "other", raw: undefined },
+      finishReason: finish?.finishReason ?? { unified: erred ? "error" : "other", raw: undefined },
       usage: finish?.usage ?? { inputTokens: { total: 0, noCache: undefined, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: 0, text: undefined, reasoning: undefined } },
       warnings: [],
       latencyMs: value.latencyMs,
@@ -207,30 +379,30 @@ function streamSummary(value: RecordedStream): CallSummary {
   );
 }
 
+/** The caller's signal and the step's, combined: either aborts the call. */
 function withSignal(params: LanguageModelV3CallOptions, signal: AbortSignal): AbortSignal {
   return params.abortSignal === undefined ? signal : AbortSignal.any([params.abortSignal, signal]);
 }
 
+const RETRYABLE_SDK_ERRORS = new Set(["AI_EmptyResponseBodyError", "AI_InvalidResponseDataError", "AI_JSONParseError", "AI_TypeValidationError"]);
+
 /**
- * Provider failures worth another attempt: server errors, timeouts, rate limits and responses that
- * did not parse. A spent budget or a request the provider rejects (4xx) would fail the same way again.
+ * Provider failures worth another attempt within the call (`retries`): what the provider marks
+ * retryable (`APICallError.isRetryable`: 408, 409, 429, 5xx), network errors, timeouts and
+ * responses that did not parse outside an APICallError. Never an abort, a spent budget, a call the
+ * provider marks not retryable (a 4xx, an invalid JSON body it answered with 200), or an AI SDK
+ * error about the request itself (invalid prompt or argument, missing key, unknown model).
  */
 function retryableProviderError(error: unknown): boolean {
   if (error instanceof BudgetExceededError) return false;
-  const status = (error as { statusCode?: unknown }).statusCode;
+  if (APICallError.isInstance(error)) return error.isRetryable;
+  // Other AI SDK errors: a response that did not parse or validate may come right next time; a bad
+  // prompt, argument, key or model will not.
+  if (AISDKError.isInstance(error)) return RETRYABLE_SDK_ERRORS.has(error.name);
+  if (error !== null && typeof error === "object" && (error as { name?: unknown }).name === "AbortError") return false;
+  const status = (error as { statusCode?: unknown } | null)?.statusCode;
   if (typeof status === "number" && status >= 400 && status < 500) return status === 408 || status === 409 || status === 429;
   return true;
-}
-
-/** What is worth keeping of a response: no raw HTTP bodies or headers (large, and in the record twice). */
-function keepable(result: LanguageModelV3GenerateResult): LanguageModelV3GenerateResult {
-  const { request: _request, response, ...rest } = result;
-  void _request;
-  if (response === undefined) return rest;
-  const { body: _body, headers: _headers, ...meta } = response;
-  void _body;
-  void _headers;
-  return { ...rest, response: meta };
 }
 
 /**

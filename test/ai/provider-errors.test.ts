@@ -19,7 +19,6 @@ describe.each(BACKENDS)("provider errors on $name", (backend) => {
 
   it.each([
     ["an HTTP 500", { status: 500 }],
-    ["a malformed body", { malformed: true }],
     ["a timeout", { delayMs: 5_000 }],
   ])("retries %s, records one call, and keeps the journal whole", async (_what, fault) => {
     llm = await startMockLlm({ script: faulty(fault, 1) });
@@ -34,6 +33,19 @@ describe.each(BACKENDS)("provider errors on $name", (backend) => {
     expect(journal.map((s) => [s.kind, s.status, s.attempts])).toEqual([["model", "succeeded", 2]]);
     const calls = await cairn.store().query("SELECT count(*) AS n FROM cairn_model_calls WHERE run_id = 'flaky'");
     expect(Number(calls.rows[0]!.n)).toBe(1);
+  });
+
+  it("does not retry what the provider marks not retryable (a malformed 200 body): isRetryable is honoured", async () => {
+    llm = await startMockLlm({ script: faulty({ malformed: true }, 1) });
+    const cairn = env.cairn(await env.database());
+    const provider = createOpenAICompatible({ name: "mock", baseURL: llm.url });
+    const agent = cairn.agent("malformed", { model: provider.chatModel("mock-1"), modelRetries: 2 });
+    await cairn.launch();
+    const error = (await (await agent.start({ prompt: "hello" }, { id: "malformed" })).result().catch((e: unknown) => e)) as Error;
+    expect(error.name).toBe("AI_APICallError");
+    expect(llm.requestCount()).toBe(1);
+    const journal = await cairn.store().loadJournal("malformed");
+    expect(journal.map((s) => [s.kind, s.status, s.attempts])).toEqual([["model", "failed", 1]]);
   });
 
   it("records a call that keeps failing, so replay fails the same way", async () => {
