@@ -1,4 +1,5 @@
 import type { LanguageModelV3 } from "@ai-sdk/provider";
+import { replayableIdGenerator } from "./replayable-ids.js";
 import { generateText, jsonSchema, stepCountIs, tool, type ModelMessage, type OutputInterface as OutputSpec, type ToolLoopAgentSettings, type ToolSet } from "ai";
 import { InvalidSpecError } from "../errors.js";
 import type { WorkflowContext } from "../engine/context.js";
@@ -178,6 +179,8 @@ export function agentBody(spec: AgentSpec, settings: AgentSettings = {}) {
           }),
       // Cairn retries and records provider failures itself (modelRetries).
       maxRetries: 0,
+      // Ids the SDK makes itself (approval ids, part ids) come out the same on replay.
+      _internal: { generateId: replayableIdGenerator(run) },
     });
     const inputTokens = result.totalUsage.inputTokens ?? 0;
     const outputTokens = result.totalUsage.outputTokens ?? 0;

@@ -132,7 +132,10 @@ async function runTool(
     }
   }
   return recordTool(run, name, input, options, "succeeded", decision, decidedBy, (key, signal) =>
-    Promise.resolve(execute(input, { ...options, abortSignal: signal, [IDEMPOTENCY_KEY]: key, [TOOL_CONTEXT]: ctx } as ToolExecutionOptions)),
+    Promise.resolve(
+      // The caller's signal (generateText's abortSignal) and the step's (timeout, cancel, unload) both abort the tool.
+      execute(input, { ...options, abortSignal: combined(signal, options.abortSignal), [IDEMPOTENCY_KEY]: key, [TOOL_CONTEXT]: ctx } as ToolExecutionOptions),
+    ),
   );
 }
 
@@ -244,4 +247,8 @@ function jsonPreview(value: unknown, max: number): string {
     text = String(value);
   }
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+function combined(step: AbortSignal, caller: AbortSignal | undefined): AbortSignal {
+  return caller === undefined ? step : AbortSignal.any([step, caller]);
 }
