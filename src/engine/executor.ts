@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { CairnError, PoisonRunError } from "../errors.js";
-import type { ExecutorRow, RunRow, Store } from "../store/store.js";
+import type { DeadExecutor, ExecutorRow, RunRow, Store } from "../store/store.js";
 import { backoffMs, isTransientStoreError } from "../store/transient.js";
 import { pidNamespace } from "./pid-namespace.js";
 import type { Clock } from "./clock.js";
@@ -246,7 +246,7 @@ export class Executor implements ExecutionHost {
       do {
         this.claimAgain = false;
         const now = this.clock.now();
-        let dead: string[] = [];
+        let dead: DeadExecutor[] = [];
         if (periodic || now - this.lastDeathCheck >= this.options.pollIntervalMs) {
           this.lastDeathCheck = now;
           const executors = await this.store.listExecutors();
@@ -261,10 +261,19 @@ export class Executor implements ExecutionHost {
             executorId: this.executorId,
             appVersion: this.options.recoverAllVersions ? null : this.options.appVersion,
             now,
-            deadExecutorIds: dead,
+            deadExecutors: dead,
             workflows: [...this.workflows.keys()],
             limit: capacity,
           });
+          if (runs === null) {
+            // Our row is gone: peers presumed us dead (we were paused past the lease, or the database
+            // was unreachable) and nothing was claimed. Re-register under a new identity at once,
+            // before any other claim — a run claimed under the old id would be taken over while it
+            // runs here, its steps run twice.
+            this.lastDeathCheck = -Infinity;
+            this.claimAgain = true;
+            continue;
+          }
           await Promise.all(
             runs.map(async (run) => {
               try {
@@ -278,7 +287,8 @@ export class Executor implements ExecutionHost {
             }),
           );
         }
-        if (dead.length > 0) await this.store.removeExecutors(dead);
+        // Only if each still has the heartbeat it was judged by: one that woke up meanwhile keeps its row.
+        if (dead.length > 0) await this.store.removeDeadExecutors(dead);
         const next = await this.store.nextWakeAt(this.options.recoverAllVersions ? null : this.options.appVersion);
         if (next !== null) this.wakeAt(next);
       } while (this.claimAgain && this.started);
@@ -318,13 +328,15 @@ export class Executor implements ExecutionHost {
     const registration = this.registration;
     if (registration === null) return;
     const sessionPid = await this.sessionPid();
-    if (registration.backendPid === null && sessionPid !== null) {
+    const rowGone = !executors.some((e) => e.id === registration.id);
+    // Never write the old id again once its row is gone: that would resurrect an identity whose
+    // runs peers have taken (and whose later claims they would take as orphans).
+    if (!rowGone && registration.backendPid === null && sessionPid !== null) {
       // Back from a session outage during which no peer could judge us by a pid: just show the new one.
       this.registration = { ...registration, backendPid: sessionPid };
       await this.store.registerExecutor({ ...this.registration, heartbeatAt: now });
       return;
     }
-    const rowGone = !executors.some((e) => e.id === registration.id);
     if (registration.backendPid !== sessionPid || rowGone) await this.reincarnate(now, sessionPid);
   }
 
@@ -355,11 +367,11 @@ export class Executor implements ExecutionHost {
   reincarnations = 0;
 
   /** `executors` as listed before any re-registration: a row of our former self counts as dead. */
-  private async deadExecutors(now: number, executors: ExecutorRow[]): Promise<string[]> {
+  private async deadExecutors(now: number, executors: ExecutorRow[]): Promise<DeadExecutor[]> {
     const me = hostname();
     const myNamespace = pidNamespace();
     let livePids: Set<number> | null | undefined;
-    const dead: string[] = [];
+    const dead: DeadExecutor[] = [];
     for (const executor of executors) {
       if (executor.id === this.executorId) continue;
       let isDead = now - executor.heartbeatAt > this.options.leaseMs;
@@ -371,7 +383,7 @@ export class Executor implements ExecutionHost {
         livePids ??= await this.trustedLivePids();
         if (livePids !== null && !livePids.has(executor.backendPid)) isDead = true;
       }
-      if (isDead) dead.push(executor.id);
+      if (isDead) dead.push({ id: executor.id, heartbeatAt: executor.heartbeatAt });
     }
     return dead;
   }
@@ -467,7 +479,11 @@ export class Executor implements ExecutionHost {
     this.notifyRunChange(runId);
   }
 
-  /** A heartbeat that meets a transient error is tried again with backoff, up to the next one. */
+  /**
+   * A heartbeat that meets a transient error is tried again with backoff, up to the next one. It
+   * only renews an existing row: one that finds our row gone (peers presumed us dead) brings on an
+   * identity check at once instead of bringing the old id back to life.
+   */
   private async heartbeat(): Promise<void> {
     if (this.beating) return;
     this.beating = true;
@@ -475,7 +491,10 @@ export class Executor implements ExecutionHost {
       const giveUpAt = Date.now() + Math.max(50, Math.floor(this.options.leaseMs / 3));
       for (let failures = 1; this.started; failures++) {
         try {
-          await this.store.heartbeat(this.executorId, this.clock.now());
+          if (!(await this.store.heartbeat(this.executorId, this.clock.now()))) {
+            this.lastDeathCheck = -Infinity;
+            this.poke(true);
+          }
           return;
         } catch (error) {
           if (!isTransientStoreError(error) || Date.now() + backoffMs(failures) > giveUpAt) throw error;

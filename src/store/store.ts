@@ -216,13 +216,22 @@ export interface ExecutorRow {
   heartbeatAt: number;
 }
 
+/** An executor judged dead, and the heartbeat (as listed) it was judged dead by. */
+export interface DeadExecutor {
+  id: string;
+  heartbeatAt: number;
+}
+
 export interface ClaimRequest {
   executorId: string;
   /** null claims runs of every version. */
   appVersion: string | null;
   now: number;
-  /** Executors known to be dead: their running runs are taken over. */
-  deadExecutorIds: string[];
+  /**
+   * Executors judged dead, each with the heartbeat it was judged by: their running runs are taken
+   * over, unless that heartbeat moved since (the executor woke up from a pause and claimed again).
+   */
+  deadExecutors: DeadExecutor[];
   /** Only runs of these workflows (the ones this executor has code for). */
   workflows: string[];
   limit: number;
@@ -278,8 +287,13 @@ export interface Store {
   loadJournal(runId: string): Promise<StepRow[]>;
   getEvent(runId: string, key: string): Promise<string | undefined>;
 
-  /** Takes enqueued runs, due waiting runs and the running runs of dead executors. */
-  claimRuns(request: ClaimRequest): Promise<RunRow[]>;
+  /**
+   * Takes enqueued runs, due waiting runs and the running runs of dead executors — only while the
+   * claimant's own row exists, and renewing its heartbeat in the same transaction. Returns null
+   * (claiming nothing) when that row is gone: peers presumed the claimant dead and removed it, so a
+   * run claimed under that id would look orphaned and be taken over while it runs here.
+   */
+  claimRuns(request: ClaimRequest): Promise<RunRow[] | null>;
   /** The earliest `wake_at` among waiting runs this executor may claim. */
   nextWakeAt(appVersion: string | null): Promise<number | null>;
   /** Ids of this executor's runs that are no longer `running` under it (cancelled, taken over). */
@@ -298,11 +312,14 @@ export interface Store {
 
   /** Inserts the executor's row; for an id already registered, updates its backend pid and heartbeat. */
   registerExecutor(executor: ExecutorRow): Promise<void>;
-  heartbeat(executorId: string, at: number): Promise<void>;
+  /** Renews an existing row only (never brings a removed one back); false when the row is gone. */
+  heartbeat(executorId: string, at: number): Promise<boolean>;
   listExecutors(): Promise<ExecutorRow[]>;
   /** Backend pids of live database sessions (PostgreSQL); null where the backend has no sessions. */
   liveBackendPids(): Promise<Set<number> | null>;
   removeExecutors(ids: string[]): Promise<void>;
+  /** Removes executors judged dead, each only if its heartbeat is still the one it was judged by. */
+  removeDeadExecutors(dead: DeadExecutor[]): Promise<void>;
   /**
    * Hands the running runs of executor `fromId` to `toId` (an executor re-registering under a new
    * identity): the old id's fences stop holding, and the move is not a recovery. Returns their ids.

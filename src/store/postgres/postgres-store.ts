@@ -5,6 +5,7 @@ import { LATEST_SCHEMA_VERSION, MIGRATIONS, MIGRATIONS_TABLE } from "../migratio
 import { toExecutorRow, toRunRow, toStepRow } from "../rows.js";
 import type {
   ClaimRequest,
+  DeadExecutor,
   ExecutorRow,
   Fence,
   NewRun,
@@ -316,27 +317,36 @@ export class PostgresStore implements Store {
   }
 
   /** `SKIP LOCKED`: executors claiming at the same moment take different runs instead of queueing. */
-  async claimRuns(request: ClaimRequest): Promise<RunRow[]> {
+  async claimRuns(request: ClaimRequest): Promise<RunRow[] | null> {
+    // `me` renews the claimant's row and locks it: a peer removing it waits for this claim, or (if it
+    // went first) leaves `me` empty and nothing is claimed. A dead executor's runs are taken only if
+    // its heartbeat is still the one it was judged dead by. No row at all: null.
     const result = await retrying(() =>
       this.pool.query<Raw>({
-        name: "cairn_claim",
-        text: `WITH c AS (
+        name: "cairn_claim_fenced",
+        text: `WITH me AS (
+                 UPDATE cairn_executors SET heartbeat_at = GREATEST(heartbeat_at, $3) WHERE id = $1 RETURNING id
+               ), c AS (
                  UPDATE cairn_runs SET
                    recoveries = recoveries + (CASE WHEN status = 'running' THEN 1 ELSE 0 END),
                    status = 'running', executor_id = $1, wake_at = NULL, updated_at = $3
-                 WHERE id IN (
+                 WHERE EXISTS (SELECT 1 FROM me) AND id IN (
                    SELECT id FROM cairn_runs
                    WHERE ($2::text IS NULL OR app_version = $2) AND workflow = ANY($6::text[]) AND (
                      status = 'enqueued'
                      OR (status = 'waiting' AND wake_at IS NOT NULL AND wake_at <= $3)
                      OR (status = 'running' AND (executor_id IS NULL
-                         OR executor_id = ANY($4::text[])
+                         OR executor_id IN (
+                           SELECT e.id FROM cairn_executors e
+                           JOIN unnest($4::text[], $7::bigint[]) AS d(id, heartbeat_at)
+                             ON e.id = d.id AND e.heartbeat_at = d.heartbeat_at)
                          OR executor_id NOT IN (SELECT id FROM cairn_executors))))
                    ORDER BY created_at LIMIT $5
                    FOR UPDATE SKIP LOCKED)
                  RETURNING *)
-               SELECT c.*, COALESCE(c.input, pi.body) AS input_text, COALESCE(c.output, po.body) AS output_text
-               FROM c
+               SELECT me.id AS claimant, c.*, COALESCE(c.input, pi.body) AS input_text, COALESCE(c.output, po.body) AS output_text
+               FROM me
+               LEFT JOIN c ON true
                LEFT JOIN cairn_payloads pi ON pi.hash = c.input_hash
                LEFT JOIN cairn_payloads po ON po.hash = c.output_hash
                ORDER BY c.created_at`,
@@ -344,13 +354,15 @@ export class PostgresStore implements Store {
           request.executorId,
           request.appVersion,
           request.now,
-          request.deadExecutorIds,
+          request.deadExecutors.map((e) => e.id),
           request.limit,
           request.workflows,
+          request.deadExecutors.map((e) => e.heartbeatAt),
         ],
       }),
     );
-    return result.rows.map(toRunRow);
+    if (result.rows.length === 0) return null;
+    return result.rows.filter((r) => r.id !== null && r.id !== undefined).map(toRunRow);
   }
 
   async nextWakeAt(appVersion: string | null): Promise<number | null> {
@@ -404,12 +416,13 @@ export class PostgresStore implements Store {
     );
   }
 
-  async heartbeat(executorId: string, at: number): Promise<void> {
-    await this.pool.query({
+  async heartbeat(executorId: string, at: number): Promise<boolean> {
+    const result = await this.pool.query({
       name: "cairn_heartbeat",
       text: "UPDATE cairn_executors SET heartbeat_at = $1 WHERE id = $2",
       values: [at, executorId],
     });
+    return (result.rowCount ?? 0) > 0;
   }
 
   async listExecutors(): Promise<ExecutorRow[]> {
@@ -433,6 +446,15 @@ export class PostgresStore implements Store {
   async removeExecutors(ids: string[]): Promise<void> {
     if (ids.length === 0) return;
     await this.pool.query("DELETE FROM cairn_executors WHERE id = ANY($1::text[])", [ids]);
+  }
+
+  async removeDeadExecutors(dead: DeadExecutor[]): Promise<void> {
+    if (dead.length === 0) return;
+    await this.pool.query(
+      `DELETE FROM cairn_executors e USING unnest($1::text[], $2::bigint[]) AS d(id, heartbeat_at)
+       WHERE e.id = d.id AND e.heartbeat_at = d.heartbeat_at`,
+      [dead.map((e) => e.id), dead.map((e) => e.heartbeatAt)],
+    );
   }
 
   /**

@@ -5,6 +5,7 @@ import { LATEST_SCHEMA_VERSION, MIGRATIONS, MIGRATIONS_TABLE } from "../migratio
 import { numbered, positionalPlaceholders, toExecutorRow, toRunRow, toStepRow } from "../rows.js";
 import type {
   ClaimRequest,
+  DeadExecutor,
   ExecutorRow,
   Fence,
   NewRun,
@@ -249,42 +250,52 @@ export class SqliteStore implements Store {
     return row?.v;
   }
 
-  async claimRuns(request: ClaimRequest): Promise<RunRow[]> {
-    return this.lock.run(() => {
-      const claimed = this
-        .prepared(
-          `UPDATE cairn_runs SET
-             recoveries = recoveries + (CASE WHEN status = 'running' THEN 1 ELSE 0 END),
-             status = 'running', executor_id = ?1, wake_at = NULL, updated_at = ?3
-           WHERE id IN (
-             SELECT id FROM cairn_runs
-             WHERE (?2 IS NULL OR app_version = ?2) AND workflow IN (SELECT value FROM json_each(?6)) AND (
-               status = 'enqueued'
-               OR (status = 'waiting' AND wake_at IS NOT NULL AND wake_at <= ?3)
-               OR (status = 'running' AND (executor_id IS NULL
-                   OR executor_id IN (SELECT value FROM json_each(?4))
-                   OR executor_id NOT IN (SELECT id FROM cairn_executors))))
-             ORDER BY created_at LIMIT ?5)
-           RETURNING id`,
-        )
-        .all(
-          numbered(
-            request.executorId,
-            request.appVersion,
-            request.now,
-            JSON.stringify(request.deadExecutorIds),
-            request.limit,
-            JSON.stringify(request.workflows),
-          ),
-        ) as {
-        id: string;
-      }[];
-      if (claimed.length === 0) return [];
-      const rows = this
-        .prepared(`${RUN_SELECT} WHERE r.id IN (SELECT value FROM json_each(?)) ORDER BY r.created_at`)
-        .all(JSON.stringify(claimed.map((c) => c.id))) as Raw[];
-      return rows.map(toRunRow);
-    });
+  async claimRuns(request: ClaimRequest): Promise<RunRow[] | null> {
+    // One immediate transaction, so another process cannot remove our row between the renewal and
+    // the claim, nor renew a dead executor's heartbeat between its check and the take-over.
+    return this.lock.run(() =>
+      this.db
+        .transaction((): RunRow[] | null => {
+          const me = this.prepared("UPDATE cairn_executors SET heartbeat_at = max(heartbeat_at, ?) WHERE id = ?").run(request.now, request.executorId);
+          if (me.changes === 0) return null;
+          const claimed = this
+            .prepared(
+              `UPDATE cairn_runs SET
+                 recoveries = recoveries + (CASE WHEN status = 'running' THEN 1 ELSE 0 END),
+                 status = 'running', executor_id = ?1, wake_at = NULL, updated_at = ?3
+               WHERE id IN (
+                 SELECT id FROM cairn_runs
+                 WHERE (?2 IS NULL OR app_version = ?2) AND workflow IN (SELECT value FROM json_each(?6)) AND (
+                   status = 'enqueued'
+                   OR (status = 'waiting' AND wake_at IS NOT NULL AND wake_at <= ?3)
+                   OR (status = 'running' AND (executor_id IS NULL
+                       OR executor_id IN (
+                         SELECT e.id FROM cairn_executors e JOIN json_each(?4) d
+                         ON e.id = json_extract(d.value, '$.id') AND e.heartbeat_at = json_extract(d.value, '$.heartbeatAt'))
+                       OR executor_id NOT IN (SELECT id FROM cairn_executors))))
+                 ORDER BY created_at LIMIT ?5)
+               RETURNING id`,
+            )
+            .all(
+              numbered(
+                request.executorId,
+                request.appVersion,
+                request.now,
+                JSON.stringify(request.deadExecutors.map((e) => ({ id: e.id, heartbeatAt: e.heartbeatAt }))),
+                request.limit,
+                JSON.stringify(request.workflows),
+              ),
+            ) as {
+            id: string;
+          }[];
+          if (claimed.length === 0) return [];
+          const rows = this
+            .prepared(`${RUN_SELECT} WHERE r.id IN (SELECT value FROM json_each(?)) ORDER BY r.created_at`)
+            .all(JSON.stringify(claimed.map((c) => c.id))) as Raw[];
+          return rows.map(toRunRow);
+        })
+        .immediate(),
+    );
   }
 
   async nextWakeAt(appVersion: string | null): Promise<number | null> {
@@ -341,10 +352,8 @@ export class SqliteStore implements Store {
     });
   }
 
-  async heartbeat(executorId: string, at: number): Promise<void> {
-    await this.lock.run(() => {
-      this.prepared("UPDATE cairn_executors SET heartbeat_at = ? WHERE id = ?").run(at, executorId);
-    });
+  async heartbeat(executorId: string, at: number): Promise<boolean> {
+    return this.lock.run(() => this.prepared("UPDATE cairn_executors SET heartbeat_at = ? WHERE id = ?").run(at, executorId).changes > 0);
   }
 
   async listExecutors(): Promise<ExecutorRow[]> {
@@ -371,6 +380,16 @@ export class SqliteStore implements Store {
     if (ids.length === 0) return;
     await this.lock.run(() => {
       this.prepared("DELETE FROM cairn_executors WHERE id IN (SELECT value FROM json_each(?))").run(JSON.stringify(ids));
+    });
+  }
+
+  async removeDeadExecutors(dead: DeadExecutor[]): Promise<void> {
+    if (dead.length === 0) return;
+    await this.lock.run(() => {
+      const remove = this.prepared("DELETE FROM cairn_executors WHERE id = ? AND heartbeat_at = ?");
+      this.db.transaction(() => {
+        for (const e of dead) remove.run(e.id, e.heartbeatAt);
+      })();
     });
   }
 
