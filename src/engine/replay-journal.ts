@@ -76,8 +76,11 @@ export class ReplayJournal {
   readonly replayOrdinals: number[] = [];
   readonly highestOrdinal: number = -1;
   private readonly rows: Indexed[] = [];
+  /** A run with no journal yet (most live runs): nothing to look up. */
+  readonly empty: boolean;
 
   constructor(rows: readonly StepRow[]) {
+    this.empty = rows.length === 0;
     let highest = -1;
     const legacyCounts = new Map<string, number>();
     for (const row of rows) {

@@ -500,7 +500,7 @@ export class RunExecution implements WorkflowContext {
     const base = operationBase(scope.identity, kind, name, fingerprint);
     const occurrence = scope.calls.get(base) ?? 0;
     scope.calls.set(base, occurrence + 1);
-    const row = this.journal.take(scope.identity, kind, name, fingerprint, occurrence);
+    const row = this.journal.empty ? undefined : this.journal.take(scope.identity, kind, name, fingerprint, occurrence);
     const nested = scope !== this.topScope;
     const seq = row?.seq ?? this.journal.newSeq();
     const began: Began = {
@@ -510,7 +510,7 @@ export class RunExecution implements WorkflowContext {
       key: nested ? `${scope.key}/${kind}:${name}#${occurrence}` : `${this.runId}:${seq}`,
       row,
       nested,
-      clearance: row === undefined ? this.journal.clearance(scope.identity, kind, name) : null,
+      clearance: row === undefined && !this.journal.empty ? this.journal.clearance(scope.identity, kind, name) : null,
     };
     if (row !== undefined && fingerprint !== undefined && row.fingerprint !== null && row.fingerprint !== fingerprint) {
       this.diverged(
@@ -840,9 +840,13 @@ export class RunExecution implements WorkflowContext {
 
   /** Writes a step's record with `also` in one commit, then waits for its turn to be handed over. */
   private async writeAndDeliver(step: StepRecord, also: WriteOp[] = [], afterWrite?: () => void): Promise<boolean> {
-    if (!(await this.write([...also, { type: "step", step }]))) return false;
+    if (!(await this.write(also.length === 0 ? [{ type: "step", step }] : [...also, { type: "step", step }]))) return false;
     afterWrite?.();
-    return this.delivered(step.completion ?? null);
+    // The common case — its turn, now — without another promise.
+    const turn = this.order.deliver(step.completion ?? null);
+    if (turn !== null) await turn;
+    this.scheduleSuspendCheck();
+    return !this.stopped;
   }
 
   private stop(reason: unknown): void {
