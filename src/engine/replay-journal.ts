@@ -52,6 +52,8 @@ export function storedPath(scope: string, occurrence: number): string | null {
 
 interface Indexed {
   row: StepRow;
+  /** Whether replay will ask for it (not inside a recorded operation): counted as uncalled until then. */
+  counted: boolean;
   identity: string;
   scope: string;
   family: string;
@@ -70,6 +72,7 @@ export class ReplayJournal {
   private readonly uncalled = new Map<string, number>();
   /** Recorded operations per scope that replay has not asked for yet. */
   private readonly uncalledInScope = new Map<string, number>();
+  private uncalledTotal = 0;
   private readonly waiters = new Map<string, (() => void)[]>();
   private readonly called = new Set<string>();
   /** Ordinals of recorded outcomes the workflow will see again, and the highest ordinal of all. */
@@ -99,15 +102,17 @@ export class ReplayJournal {
         occurrence = Number(row.storedPath.slice(hash + 1));
       }
       const identity = `${operationBase(scope, row.kind, row.name, row.fingerprint)}#${occurrence}`;
-      const indexed = { row, identity, scope, family: family(scope, row.kind, row.name) };
+      const indexed = { row, identity, scope, family: family(scope, row.kind, row.name), counted: false };
       this.byIdentity.set(identity, indexed);
       this.rows.push(indexed);
     }
     this.highestOrdinal = highest;
     for (const indexed of this.rows) {
       if (this.insideRecordedOperation(indexed.scope)) continue;
+      indexed.counted = true;
       this.uncalled.set(indexed.family, (this.uncalled.get(indexed.family) ?? 0) + 1);
       this.uncalledInScope.set(indexed.scope, (this.uncalledInScope.get(indexed.scope) ?? 0) + 1);
+      this.uncalledTotal++;
       if (indexed.row.completion !== null && indexed.row.status !== "pending") this.replayOrdinals.push(indexed.row.completion);
     }
   }
@@ -123,9 +128,10 @@ export class ReplayJournal {
       if (legacy !== undefined && legacy.row.fingerprint === null) found = legacy;
     }
     if (found === undefined) return undefined;
-    if (!this.called.has(found.identity)) {
+    if (found.counted && !this.called.has(found.identity)) {
       this.called.add(found.identity);
       this.uncalledInScope.set(found.scope, (this.uncalledInScope.get(found.scope) ?? 1) - 1);
+      this.uncalledTotal--;
       const left = (this.uncalled.get(found.family) ?? 1) - 1;
       this.uncalled.set(found.family, left);
       if (left === 0) for (const wake of this.waiters.get(found.family)?.splice(0) ?? []) wake();
@@ -168,8 +174,7 @@ export class ReplayJournal {
 
   /** Whether any recorded operation is still to be asked for, in any scope. */
   replaying(): boolean {
-    for (const left of this.uncalledInScope.values()) if (left > 0) return true;
-    return false;
+    return this.uncalledTotal > 0;
   }
 
   /** The recorded row with this completion ordinal (for error messages). */

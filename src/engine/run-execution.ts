@@ -568,9 +568,13 @@ export class RunExecution implements WorkflowContext {
   }
 
   /** Waits for this outcome's turn (see CompletionOrder); false if the run stopped meanwhile. */
-  private async delivered(completion: number | null): Promise<boolean> {
+  private delivered(completion: number | null): Promise<boolean> | boolean {
     const turn = this.order.deliver(completion);
-    if (turn !== null) await turn;
+    // The common case — its turn, now — costs no promise.
+    return turn === null ? this.handedOver() : turn.then(() => this.handedOver());
+  }
+
+  private handedOver(): boolean {
     this.scheduleSuspendCheck();
     return !this.stopped;
   }
@@ -842,11 +846,7 @@ export class RunExecution implements WorkflowContext {
   private async writeAndDeliver(step: StepRecord, also: WriteOp[] = [], afterWrite?: () => void): Promise<boolean> {
     if (!(await this.write(also.length === 0 ? [{ type: "step", step }] : [...also, { type: "step", step }]))) return false;
     afterWrite?.();
-    // The common case — its turn, now — without another promise.
-    const turn = this.order.deliver(step.completion ?? null);
-    if (turn !== null) await turn;
-    this.scheduleSuspendCheck();
-    return !this.stopped;
+    return this.delivered(step.completion ?? null);
   }
 
   private stop(reason: unknown): void {
