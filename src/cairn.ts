@@ -6,47 +6,69 @@ import { agentBody, validateAgentSpec, type Agent, type AgentSpec } from "./ai/a
 import { agentContext, type AgentContext, type AgentSettings } from "./ai/agent-context.js";
 import { readStream, type StreamChunk } from "./ai/stream-chunks.js";
 import { fromToolLoopAgent, isToolLoopAgent, type CairnAgentOptions } from "./ai/tool-loop-agent.js";
-import { CairnRuntime, type CairnOptions } from "./engine/cairn.js";
+import { CairnRuntime, type CairnOptions, type ForkOptions, type SendOptions } from "./engine/cairn.js";
+import type { RunHandle } from "./engine/run-handle.js";
 import type { Workflow, WorkflowOptions } from "./engine/workflow.js";
+import { attachRuntime } from "./internal.js";
+import type { DeletedRuns, RunDeleteFilter } from "./store/retention.js";
+import type { QueryResult } from "./store/store.js";
 
 /**
- * Cairn: the durable engine with agents on top. `cairn.workflow` gives the workflow an
- * `AgentContext` (the run context plus recorded models, durable tools and delegation);
- * `cairn.agent` registers a ready-made tool-loop agent; `cairn.approvals` decides the tool calls
- * that wait for a human.
+ * Cairn: the durable engine with agents on top. It composes the layers — the runtime (store,
+ * engine, scheduler) and the agents layer — rather than inheriting from one, so its public members
+ * are exactly the documented API (README.md, "The API" and "Agents"). What the CLI, the tools and
+ * the tests need beyond it they reach through `runtimeOf(cairn)` / `storeOf(cairn)`
+ * (src/internal.ts), which the package does not export.
+ *
+ * `cairn.workflow` gives the workflow an `AgentContext` (the run context plus recorded models,
+ * durable tools and delegation); `cairn.agent` registers a ready-made tool-loop agent;
+ * `cairn.approvals` decides the tool calls that wait for a human.
  */
-export class Cairn extends CairnRuntime {
+export class Cairn {
+  /** Human approvals of tool calls (list, approve, deny), from this process or any sharing the database. */
   readonly approvals: Approvals;
-  private readonly agentSettings: AgentSettings;
+
+  /**
+   * Deleting finished runs: `delete(filter)` removes the matching runs with their descendants and
+   * every row keyed by their ids, then the payloads nothing names any more; `gc()` sweeps every
+   * unreferenced payload. Never touches an unfinished run. See RunDeleteFilter.
+   */
+  readonly runs: {
+    delete(filter: RunDeleteFilter): Promise<DeletedRuns>;
+    gc(): Promise<number>;
+  };
+
+  readonly #runtime: CairnRuntime;
+  readonly #agentSettings: AgentSettings;
 
   constructor(options: CairnOptions = {}) {
     // Checked before the store opens, so that a bad key leaves nothing open.
     const approvalKey = approvalKeyBytes(options.approvalKey ?? (process.env.CAIRN_APPROVAL_KEY || undefined));
-    super(options);
-    this.agentSettings = { approvalKey };
+    const runtime = new CairnRuntime(options);
+    this.#runtime = runtime;
+    this.#agentSettings = { approvalKey };
+    attachRuntime(this, runtime);
     this.approvals = new Approvals({
-      ready: () => this.readyStore(),
-      now: () => this.clock.now(),
-      poke: () => this.poke(),
+      ready: () => runtime.readyStore(),
+      now: () => runtime.clock.now(),
+      poke: () => runtime.poke(),
       approvalKey,
     });
+    this.runs = {
+      delete: (filter) => runtime.deleteRuns(filter),
+      gc: () => runtime.collectPayloads(),
+    };
   }
 
-  override workflow<Input, Output>(
+  /** Registers a workflow under a unique name. Register every workflow before `launch`. */
+  workflow<Input, Output>(
     name: string,
     fn: (ctx: AgentContext, input: Input) => Promise<Output>,
     options: WorkflowOptions<Input> = {},
   ): Workflow<Input, Output> {
-    if (typeof fn !== "function") return super.workflow(name, fn, options); // refused there, naming the field
-    return super.workflow(name, (ctx, input: Input) => fn(agentContext(ctx, this.agentSettings), input), options);
-  }
-
-  /**
-   * The streamed model output of a run, readable from any process sharing the database: chunks as
-   * they are written, resumable with `{ after: chunk.offset }`, ending when the run has finished.
-   */
-  async *stream(runId: string, options: { after?: string; signal?: AbortSignal } = {}): AsyncGenerator<StreamChunk> {
-    yield* readStream(await this.readyStore(), runId, options);
+    if (typeof fn !== "function") return this.#runtime.workflow(name, fn, options); // refused there, naming the field
+    const settings = this.#agentSettings;
+    return this.#runtime.workflow(name, (ctx, input: Input) => fn(agentContext(ctx, settings), input), options);
   }
 
   /**
@@ -58,6 +80,73 @@ export class Cairn extends CairnRuntime {
   agent(name: string, spec: AgentSpec | ToolLoopAgent<never, any, any>, options: CairnAgentOptions = {}): Agent {
     const full = isToolLoopAgent(spec) ? fromToolLoopAgent(name, spec, options) : spec;
     validateAgentSpec(name, full);
-    return super.workflow(name, agentBody(full, this.agentSettings));
+    return this.#runtime.workflow(name, agentBody(full, this.#agentSettings));
+  }
+
+  /** Migrates the database, registers this executor, and recovers or resumes every run it may. */
+  launch(): Promise<void> {
+    return this.#runtime.launch();
+  }
+
+  /**
+   * Stops this executor; its unfinished runs are taken over by the next executor that looks.
+   * Returns within about 10 s even when the database is unreachable.
+   */
+  shutdown(): Promise<void> {
+    return this.#runtime.shutdown();
+  }
+
+  /** A handle on an existing run (nothing is read until you call a method). */
+  run<Output = unknown>(id: string): RunHandle<Output> {
+    return this.#runtime.run<Output>(id);
+  }
+
+  /** Cancels a run and its unfinished descendants; returns the ids cancelled. */
+  cancel(runId: string): Promise<string[]> {
+    return this.#runtime.cancel(runId);
+  }
+
+  /** Continues a failed or cancelled run from its journal; false if it was neither. */
+  resume(runId: string): Promise<boolean> {
+    return this.#runtime.resume(runId);
+  }
+
+  /**
+   * A new run of the same workflow and input that reuses the journal of `runId` below `fromSeq`
+   * and executes from there: replay a run up to a point, then take a different path.
+   */
+  fork<Output = unknown>(runId: string, options: ForkOptions): Promise<RunHandle<Output>> {
+    return this.#runtime.fork<Output>(runId, options);
+  }
+
+  /**
+   * Sends a message to a run from outside any workflow. Failure semantics: committed when this
+   * resolves; with an idempotencyKey a retried send inserts nothing. A key is scoped to the
+   * destination run: the same key sent to two runs delivers to both.
+   */
+  send(runId: string, topic: string, value: unknown, options: SendOptions = {}): Promise<void> {
+    return this.#runtime.send(runId, topic, value, options);
+  }
+
+  /** Reads an event a run set with `ctx.setEvent`, waiting up to `timeoutMs` for it to appear. */
+  getEvent<T = unknown>(runId: string, key: string, options: { timeoutMs?: number } = {}): Promise<T | undefined> {
+    return this.#runtime.getEvent<T>(runId, key, options);
+  }
+
+  /**
+   * The streamed model output of a run, readable from any process sharing the database: chunks as
+   * they are written, resumable with `{ after: chunk.offset }`, ending when the run has finished.
+   */
+  async *stream(runId: string, options: { after?: string; signal?: AbortSignal } = {}): AsyncGenerator<StreamChunk> {
+    yield* readStream(await this.#runtime.readyStore(), runId, options);
+  }
+
+  /**
+   * Read-only SQL over the system tables (README, "The tables"): one statement with `$1, $2, ...`
+   * params, which the database itself runs read-only — on SQLite only a statement SQLite reports as
+   * a read, on PostgreSQL inside a `READ ONLY` transaction. Anything that writes is refused.
+   */
+  query(sql: string, params: unknown[] = []): Promise<QueryResult> {
+    return this.#runtime.query(sql, params);
   }
 }

@@ -17,7 +17,7 @@ export type {
 } from "./engine/context.js";
 export { systemClock, type Clock } from "./engine/clock.js";
 export type { StandardSchemaV1 } from "./engine/standard-schema.js";
-export type { RunStatus, SqlClient, StepKind, StepStatus } from "./store/store.js";
+export type { QueryResult, RunStatus, SqlClient, StepKind, StepStatus } from "./store/store.js";
 export {
   ApprovalDeniedError,
   BudgetExceededError,

@@ -1,5 +1,6 @@
 import { Cairn } from "../index.js";
 import type { Timing } from "./stats.js";
+import { storeOf } from "../internal.js";
 
 /**
  * The Cairn workloads, driven through the public API only (`new Cairn`, `cairn.workflow`,
@@ -91,7 +92,7 @@ export async function cairnPayloadDedup(database: string, steps: number, valueBy
     });
     await cairn.launch();
     await (await wf.start(steps, { id: "payload" })).result();
-    const store = cairn.store();
+    const store = storeOf(cairn);
     const payloads = await queryRow(cairn, "SELECT count(*) AS n, COALESCE(sum(size), 0) AS bytes FROM cairn_payloads");
     const byHash = await queryRow(cairn, "SELECT count(*) AS n FROM cairn_steps WHERE output_hash IS NOT NULL");
     let databaseBytes: number;
@@ -138,7 +139,7 @@ async function withCairn<T>(database: string, durable: boolean, body: (cairn: Ca
 }
 
 async function queryRow(cairn: Cairn, sql: string): Promise<Record<string, unknown>> {
-  const row = (await cairn.store().query(sql)).rows[0];
+  const row = (await storeOf(cairn).query(sql)).rows[0];
   if (row === undefined) throw new Error(`no row from: ${sql}`);
   return row;
 }

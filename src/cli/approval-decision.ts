@@ -2,6 +2,7 @@ import { RunNotFoundError } from "../errors.js";
 import { stringOption, type ParsedArgs } from "./args.js";
 import { CliError } from "./cli-error.js";
 import { withClient } from "./database.js";
+import { runtimeOf } from "../internal.js";
 import { formatTime, print, printJson } from "./output.js";
 import { isFinished } from "./run-fields.js";
 import { dim } from "./style.js";
@@ -36,7 +37,7 @@ export function deciderOf(args: ParsedArgs): string {
  */
 export async function decide(database: string, runId: string, toolCallId: string, decision: Decision, json: boolean): Promise<void> {
   const { toolName, run } = await withClient(database, async (cairn) => {
-    const store = await cairn.readyStore();
+    const store = await runtimeOf(cairn).readyStore();
     const run = await store.getRun(runId);
     if (run === undefined) throw new RunNotFoundError(runId);
     if (run.status === "cancelled") {

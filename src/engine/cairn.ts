@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { CairnError, CancelledError, InvalidSpecError, RunNotFoundError, TimeoutError } from "../errors.js";
 import { openStore } from "../store/open-store.js";
-import { TERMINAL_STATUSES, type RunRow, type Store } from "../store/store.js";
+import { TERMINAL_STATUSES, type QueryResult, type RunRow, type Store } from "../store/store.js";
 import { retryTransient } from "../store/transient.js";
 import { systemClock, type Clock } from "./clock.js";
 import type { WorkflowContext } from "./context.js";
@@ -10,7 +10,7 @@ import { assertUserSend } from "./reserved-topics.js";
 import { deleteRuns, RetentionPolicy, type RetentionOptions } from "./retention-policy.js";
 import type { DeletedRuns, RunDeleteFilter } from "../store/retention.js";
 import { validateName, validateRunId, validateTopic, validateWorkflowName } from "./names.js";
-import { RunHandle } from "./run-handle.js";
+import { RunHandle, type RunHost } from "./run-handle.js";
 import { DEFAULT_REPLAY_STALL_MS, type WorkflowFunction } from "./run-execution.js";
 import { errorText, fromStored, toStored } from "./values.js";
 import { Workflow, type WorkflowHost, type WorkflowOptions } from "./workflow.js";
@@ -74,11 +74,12 @@ export interface SendOptions {
 }
 
 /**
- * The engine's runtime (the public `Cairn` adds agents to it): a registry of workflows, a system database, and (after `launch`) an executor that
- * runs them. Several Cairn instances — in one process, many processes or many machines — can share
- * one database.
+ * The runtime behind a `Cairn` (which composes it with the agents layer and exposes only the
+ * documented API): a registry of workflows, a system database, and (after `launch`) an executor
+ * that runs them. Several Cairn instances — in one process, many processes or many machines — can
+ * share one database. Internal: reached through `runtimeOf(cairn)` (src/internal.ts).
  */
-export class CairnRuntime implements WorkflowHost {
+export class CairnRuntime implements WorkflowHost, RunHost {
   readonly database: string;
   readonly appVersion: string;
   readonly clock: Clock;
@@ -88,16 +89,6 @@ export class CairnRuntime implements WorkflowHost {
   private migrated: Promise<void> | null = null;
   private closed = false;
   private readonly retention: RetentionPolicy | null;
-
-  /**
-   * Deleting finished runs: `delete(filter)` removes the matching runs with their descendants and
-   * every row keyed by their ids, then the payloads nothing names any more; `gc()` sweeps every
-   * unreferenced payload. Never touches an unfinished run. See RunDeleteFilter.
-   */
-  readonly runs = {
-    delete: async (filter: RunDeleteFilter): Promise<DeletedRuns> => deleteRuns(await this.readyStore(), filter),
-    gc: async (): Promise<number> => (await this.readyStore()).collectPayloads(),
-  };
 
   constructor(options: CairnOptions = {}) {
     this.database = options.database ?? process.env.CAIRN_DATABASE ?? "cairn.db";
@@ -132,9 +123,26 @@ export class CairnRuntime implements WorkflowHost {
         : new RetentionPolicy(this.storeInstance, this.clock, options.retention, options.onError ?? ((error) => console.error("[cairn]", error)));
   }
 
-  /** The system database (read it with SQL; do not write to Cairn's tables). */
+  /** The system database, with every method (writes included): for the layers above and the tests, never for users. */
   store(): Store {
     return this.storeInstance;
+  }
+
+  /** `cairn.runs.delete(filter)`: see RunDeleteFilter. */
+  async deleteRuns(filter: RunDeleteFilter): Promise<DeletedRuns> {
+    return deleteRuns(await this.readyStore(), filter);
+  }
+
+  /** `cairn.runs.gc()`: sweeps every payload no row names. */
+  async collectPayloads(): Promise<number> {
+    return (await this.readyStore()).collectPayloads();
+  }
+
+  /** `cairn.query(sql, params)`: one statement the database runs read-only (see Store.query). */
+  async query(sql: string, params: unknown[] = []): Promise<QueryResult> {
+    if (typeof sql !== "string" || sql.trim() === "") throw new InvalidSpecError("sql", sql, "give one SELECT (or WITH ... SELECT) statement");
+    if (!Array.isArray(params)) throw new InvalidSpecError("params", params, "must be an array of values for $1, $2, ...");
+    return (await this.readyStore()).query(sql, params);
   }
 
   get executorId(): string {

@@ -1,5 +1,4 @@
-import type { RunStatus } from "../store/store.js";
-import type { CairnRuntime } from "./cairn.js";
+import type { RunRow, RunStatus } from "../store/store.js";
 import { errorFromText, fromStored } from "./values.js";
 
 export interface RunStatusInfo {
@@ -11,10 +10,20 @@ export interface RunStatusInfo {
   error?: unknown;
 }
 
+/** What a RunHandle needs from the runtime that made it (declared here, so the handle never imports the runtime). */
+export interface RunHost {
+  /** The run's row, riding out transient store errors. */
+  readRun(runId: string): Promise<RunRow>;
+  /** Waits until the run is succeeded, failed or cancelled, and returns its row. */
+  waitForRun(runId: string): Promise<RunRow>;
+  cancel(runId: string): Promise<string[]>;
+  resume(runId: string): Promise<boolean>;
+}
+
 /** A handle on a run, from `workflow.start`, `cairn.run(id)` or `cairn.fork`. */
 export class RunHandle<Output = unknown> {
   constructor(
-    private readonly cairn: CairnRuntime,
+    private readonly cairn: RunHost,
     readonly id: string,
   ) {}
 

@@ -326,8 +326,8 @@ export interface Store {
    */
   transferRuns(fromId: string, toId: string, at: number): Promise<string[]>;
 
-  /** Read-only SQL for the CLI and dashboards. Refuses anything that writes. */
-  query(sql: string): Promise<QueryResult>;
+  /** Read-only SQL for the CLI, dashboards and `cairn.query` (`$1, $2, ...` params). Refuses anything that writes. */
+  query(sql: string, params?: unknown[]): Promise<QueryResult>;
   /** A parameterised read (`$1, $2, ...` on both backends) for the layers above the engine. */
   select<Row = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<Row[]>;
 

@@ -6,6 +6,7 @@ import { toolContext, type AgentOutput } from "../../src/ai/index.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
 import { answer, plainText, toolCall, toolOutputs, toolThenAnswer } from "./scripted-model.js";
+import { storeOf } from "../../src/internal.js";
 
 const lookUpInput = jsonSchema<{ id: number }>({ type: "object", properties: { id: { type: "number" } }, required: ["id"] });
 
@@ -97,7 +98,7 @@ describe.each(BACKENDS)("cairn.agent at parity with ToolLoopAgent on $name", (ba
     expect(out.response.messages.map((m) => m.role)).toEqual(["assistant", "tool", "assistant"]);
     expect(first.doGenerateCalls).toHaveLength(1);
     expect(second.doGenerateCalls).toHaveLength(1);
-    const calls = await cairn.store().select<{ model_id: string }>("SELECT model_id FROM cairn_model_calls WHERE run_id = 'structured' ORDER BY seq");
+    const calls = await storeOf(cairn).select<{ model_id: string }>("SELECT model_id FROM cairn_model_calls WHERE run_id = 'structured' ORDER BY seq");
     expect(calls.map((c) => c.model_id)).toEqual(["mock-model-id", "second-model"]);
   });
 
@@ -153,7 +154,7 @@ describe.each(BACKENDS)("cairn.agent at parity with ToolLoopAgent on $name", (ba
     await cairn.launch();
     const out = await (await agent.start({ prompt: "Note order 3" }, { id: "notes" })).result();
     expect(out.toolResults[0]!.output).toEqual({ version: 1, artifact: "order-3.txt" });
-    const memory = await cairn.store().select<{ agent: string; key: string }>("SELECT agent, key FROM cairn_memory");
+    const memory = await storeOf(cairn).select<{ agent: string; key: string }>("SELECT agent, key FROM cairn_memory");
     expect(memory).toEqual([{ agent: "notes", key: "last-order" }]);
     expect(() => toolContext({ toolCallId: "x", messages: [] })).toThrow(/inside a tool run by cairn.agent or ctx.tools/);
   });
@@ -200,7 +201,7 @@ describe.each(BACKENDS)("cairn.agent at parity with ToolLoopAgent on $name", (ba
     expect(out.text).toBe("noted and looked up");
     expect(out.toolResults[0]!.output).toEqual({ version: 1, artifact: "note.txt" });
     expect(notes).toEqual([5]);
-    const versions = await second.store().select<{ n: number }>("SELECT count(*) AS n FROM cairn_memory WHERE key = 'order'");
+    const versions = await storeOf(second).select<{ n: number }>("SELECT count(*) AS n FROM cairn_memory WHERE key = 'order'");
     expect(Number(versions[0]!.n)).toBe(1);
   });
 

@@ -6,6 +6,7 @@ import { idempotencyKey } from "../../src/ai/index.js";
 import { REFUND_SCRIPT, startMockLlm, type MockLlm } from "../../src/ai/mock-llm/index.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
+import { storeOf } from "../../src/internal.js";
 
 const orderInput = jsonSchema<{ id: string | number }>({ type: "object", properties: { id: {} }, required: ["id"] });
 const refundInput = jsonSchema<{ id: string | number; amountCents: number | string }>({
@@ -75,14 +76,14 @@ describe.each(BACKENDS)("agents on $name", (backend) => {
     expect([...ledger.values()]).toEqual([1]);
     await expect(second.approvals.approve("ticket-42", pending!.toolCallId)).rejects.toThrow(/already decided/);
 
-    const provenance = await second.store().query(
+    const provenance = await storeOf(second).query(
       "SELECT tool_name, tool_status, decided_by, model_seq, model_id FROM cairn_provenance WHERE run_id = 'ticket-42' ORDER BY tool_seq",
     );
     expect(provenance.rows.map((r) => [r.tool_name, r.tool_status, r.decided_by, r.model_id])).toEqual([
       ["lookUpOrder", "succeeded", null, "mock-1"],
       ["refund", "succeeded", "ops", "mock-1"],
     ]);
-    const costs = await second.store().query("SELECT model_calls, total_tokens, cost_usd FROM cairn_costs WHERE run_id = 'ticket-42'");
+    const costs = await storeOf(second).query("SELECT model_calls, total_tokens, cost_usd FROM cairn_costs WHERE run_id = 'ticket-42'");
     expect(Number(costs.rows[0]!.model_calls)).toBe(3);
   });
 

@@ -6,6 +6,7 @@ import { BACKENDS } from "../backends.js";
 import { cli, expectOneLineError } from "../cli/cli.js";
 import { cairnFactory, eventually } from "../harness.js";
 import { toolThenAnswer } from "./scripted-model.js";
+import { runtimeOf, storeOf } from "../../src/internal.js";
 
 const anyInput = jsonSchema<{ amountCents: number }>({ type: "object", properties: { amountCents: { type: "number" } } });
 const KEY = "a shared secret of the application";
@@ -30,21 +31,21 @@ describe.each(BACKENDS)("approval forgery on $name", (backend) => {
     await cairn.launch();
     const run = await agent.start({ prompt: "Refund 5 dollars" }, { id: "victim" });
     const request = await eventually(async () => (await cairn.approvals.list({ runId: "victim" }))[0]);
-    const [row] = await cairn.store().select<{ request_seq: number }>("SELECT request_seq FROM cairn_approvals WHERE run_id = 'victim'");
+    const [row] = await storeOf(cairn).select<{ request_seq: number }>("SELECT request_seq FROM cairn_approvals WHERE run_id = 'victim'");
     return { db, cairn, run, request, refunds, topic: `approval:${Number(row!.request_seq)}` };
   }
 
   /** A message written around the API (what a process with the database could do). */
   async function forge(cairn: Cairn, topic: string, body: unknown, id: string) {
-    await cairn.store().commit(null, [
+    await storeOf(cairn).commit(null, [
       { type: "message", message: { id, runId: "victim", topic, body: toStored(body, "forged"), sender: null, createdAt: Date.now() } },
     ]);
-    cairn.poke();
+    runtimeOf(cairn).poke();
   }
 
   async function refusals(cairn: Cairn, count: number): Promise<string[]> {
     return eventually(async () => {
-      const rows = await cairn.store().select<{ output: string }>(
+      const rows = await storeOf(cairn).select<{ output: string }>(
         "SELECT output FROM cairn_journal WHERE run_id = 'victim' AND name = 'check-approval' ORDER BY seq",
       );
       return rows.length >= count ? rows.map((r) => String(r.output)) : undefined;
@@ -52,7 +53,7 @@ describe.each(BACKENDS)("approval forgery on $name", (backend) => {
   }
 
   async function approvalRow(cairn: Cairn) {
-    const [row] = await cairn.store().select<{ status: string; decided_by: string | null }>(
+    const [row] = await storeOf(cairn).select<{ status: string; decided_by: string | null }>(
       "SELECT status, decided_by FROM cairn_approvals WHERE run_id = 'victim'",
     );
     return row;
@@ -85,7 +86,7 @@ describe.each(BACKENDS)("approval forgery on $name", (backend) => {
     await cairn.approvals.approve("victim", request.toolCallId, { by: "ops" });
     await run.result();
     expect(refunds).toEqual([500]);
-    const audit = await cairn.store().select<{ decided_by: string }>(
+    const audit = await storeOf(cairn).select<{ decided_by: string }>(
       "SELECT decided_by FROM cairn_provenance WHERE run_id = 'victim' AND tool_name = 'refund'",
     );
     expect(audit).toEqual([{ decided_by: "ops" }]);

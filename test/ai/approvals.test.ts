@@ -5,6 +5,7 @@ import type { Cairn } from "../../src/index.js";
 import { REFUND_SCRIPT, startMockLlm, type MockLlm } from "../../src/ai/mock-llm/index.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
+import { storeOf } from "../../src/internal.js";
 
 const anyInput = jsonSchema<Record<string, unknown>>({ type: "object", properties: {} });
 
@@ -79,13 +80,13 @@ describe.each(BACKENDS)("approvals on $name", (backend) => {
     const request = await pending(cairn, "orig");
     await cairn.approvals.approve("orig", request.toolCallId, { by: "ops" });
     await run.result();
-    const requestStep = (await cairn.store().loadJournal("orig")).find((s) => s.name === "request-approval:refund")!;
+    const requestStep = (await storeOf(cairn).loadJournal("orig")).find((s) => s.name === "request-approval:refund")!;
     const fork = await cairn.fork("orig", { fromSeq: requestStep.seq + 1, id: "orig-fork" });
     const again = await pending(cairn, "orig-fork");
     await cairn.approvals.deny("orig-fork", again.toolCallId, { by: "ops", reason: "second look" });
     expect((await fork.result()) as string[]).toHaveLength(1);
     expect(refunds).toHaveLength(1);
-    const calls = await cairn.store().query("SELECT count(*) AS n FROM cairn_model_calls WHERE run_id = 'orig-fork'");
+    const calls = await storeOf(cairn).query("SELECT count(*) AS n FROM cairn_model_calls WHERE run_id = 'orig-fork'");
     expect(Number(calls.rows[0]!.n)).toBe(3);
   });
 });

@@ -7,6 +7,7 @@ import { REFUND_SCRIPT, startMockLlm, type MockLlm } from "../../src/ai/mock-llm
 import { ManualClock } from "../../src/testing/index.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
+import { storeOf } from "../../src/internal.js";
 
 const anyInput = jsonSchema<Record<string, unknown>>({ type: "object", properties: {} });
 
@@ -96,7 +97,7 @@ describe.each(BACKENDS)("budgets and permissions on $name", (backend) => {
     expect((await run.result()).text).toContain("Refunded order 77");
     expect(refunds).toHaveLength(1);
     expect(decided).toHaveLength(1);
-    const journal = await cairn.store().loadJournal("small");
+    const journal = await storeOf(cairn).loadJournal("small");
     expect(journal.filter((s) => s.name === "permission:refund").map((s) => s.output)).toEqual(['"allow"']);
   });
 });

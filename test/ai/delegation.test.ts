@@ -5,6 +5,7 @@ import { startMockLlm, type MockLlm } from "../../src/ai/mock-llm/index.js";
 import type { MockScript } from "../../src/ai/mock-llm/script.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory } from "../harness.js";
+import { storeOf } from "../../src/internal.js";
 
 /** The lead asks two researchers at once, then answers; each researcher answers in one call. */
 const SCRIPT: MockScript = {
@@ -44,12 +45,12 @@ describe.each(BACKENDS)("delegation on $name", (backend) => {
     await cairn.launch();
     const out = await (await lead.start({ prompt: "Research A and B" }, { id: "lead" })).result();
     expect(out.text).toBe("Both researchers reported.");
-    const children = await cairn.store().listRuns({ parentId: "lead" });
+    const children = await storeOf(cairn).listRuns({ parentId: "lead" });
     expect(children.map((c) => [c.workflow, c.status])).toEqual([
       ["researcher", "succeeded"],
       ["researcher", "succeeded"],
     ]);
-    const budgets = await cairn.store().select<{ run_id: string; parent_run_id: string | null; model_calls_spent: number; model_calls_limit: number }>(
+    const budgets = await storeOf(cairn).select<{ run_id: string; parent_run_id: string | null; model_calls_spent: number; model_calls_limit: number }>(
       "SELECT run_id, parent_run_id, model_calls_spent, model_calls_limit FROM cairn_budgets ORDER BY run_id",
     );
     const lead_ = budgets.find((b) => b.run_id === "lead")!;
@@ -59,7 +60,7 @@ describe.each(BACKENDS)("delegation on $name", (backend) => {
       expect(Number(child.model_calls_spent)).toBe(1);
       expect(Number(child.model_calls_limit)).toBe(1); // carved: min(own 5, granted 1)
     }
-    const tree = await cairn.store().query("SELECT count(*) AS n FROM cairn_costs WHERE root_id = 'lead'");
+    const tree = await storeOf(cairn).query("SELECT count(*) AS n FROM cairn_costs WHERE root_id = 'lead'");
     expect(Number(tree.rows[0]!.n)).toBe(3);
   });
 
@@ -72,7 +73,7 @@ describe.each(BACKENDS)("delegation on $name", (backend) => {
     expect(error).toBeInstanceOf(BudgetExceededError);
     // 1 lead call + 2 concurrent researcher calls reach the limit of 3; the lead's next call never starts.
     expect(llm.requestCount()).toBe(3);
-    const [row] = await cairn.store().select<{ model_calls_spent: number }>("SELECT model_calls_spent FROM cairn_budgets WHERE run_id = 'capped-lead'");
+    const [row] = await storeOf(cairn).select<{ model_calls_spent: number }>("SELECT model_calls_spent FROM cairn_budgets WHERE run_id = 'capped-lead'");
     expect(Number(row!.model_calls_spent)).toBe(3);
   });
 });

@@ -3,9 +3,10 @@ import type { Cairn } from "../../src/index.js";
 import type { Artifact, ArtifactRef, MemoryEntry } from "../../src/ai/index.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
+import { storeOf } from "../../src/internal.js";
 
 async function count(cairn: Cairn, sql: string): Promise<number> {
-  const result = await cairn.store().query(sql);
+  const result = await storeOf(cairn).query(sql);
   return Number(result.rows[0]!.n);
 }
 
@@ -55,7 +56,7 @@ describe.each(BACKENDS)("agent memory and artifacts on $name", (backend) => {
     // Long values live in cairn_payloads by hash, not inline.
     expect(await count(cairn, "SELECT count(*) AS n FROM cairn_memory WHERE key = 'long' AND value IS NULL AND value_hash IS NOT NULL")).toBe(2);
     expect(await count(cairn, "SELECT count(*) AS n FROM cairn_memory WHERE agent = 'notes' AND key = 'words'")).toBe(2);
-    const kinds = await cairn.store().query("SELECT name, kind FROM cairn_steps WHERE run_id = 'second' ORDER BY seq");
+    const kinds = await storeOf(cairn).query("SELECT name, kind FROM cairn_steps WHERE run_id = 'second' ORDER BY seq");
     expect(kinds.rows).toEqual([
       { name: "get:words", kind: "memory" },
       { name: "set:words", kind: "memory" },
@@ -171,7 +172,7 @@ describe.each(BACKENDS)("agent memory and artifacts on $name", (backend) => {
     expect(await count(second, "SELECT count(*) AS n FROM cairn_artifacts WHERE run_id = 'report-1'")).toBe(3);
     expect(await count(second, `SELECT count(*) AS n FROM cairn_payloads WHERE hash = '${out.a.hash}'`)).toBe(1);
     // The journal records references, not bytes: puts and gets are short inline rows.
-    const steps = await second.store().query(
+    const steps = await storeOf(second).query(
       "SELECT count(*) AS n FROM cairn_steps WHERE run_id = 'report-1' AND kind = 'artifact' AND name <> 'list' AND output_hash IS NOT NULL",
     );
     expect(Number(steps.rows[0]!.n)).toBe(0);

@@ -6,6 +6,7 @@ import type { Cairn } from "../../src/index.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
 import { toolOutputs, toolThenAnswer, usage } from "./scripted-model.js";
+import { storeOf } from "../../src/internal.js";
 
 const refundInput = jsonSchema<{ amountCents: number }>({
   type: "object",
@@ -34,8 +35,7 @@ describe.each(BACKENDS)("needsApproval on $name", (backend) => {
   }
 
   function toolRows(cairn: Cairn, runId: string) {
-    return cairn
-      .store()
+    return storeOf(cairn)
       .select<{ tool_name: string; status: string; permission: string; decided_by: string | null }>(
         "SELECT tool_name, status, permission, decided_by FROM cairn_tool_calls WHERE run_id = $1 ORDER BY seq",
         [runId],
@@ -80,7 +80,7 @@ describe.each(BACKENDS)("needsApproval on $name", (backend) => {
 
     const quick = await smallAgent.start({ prompt: "Refund 5 dollars" }, { id: "small" });
     expect((await quick.result()).text).toBe('tool said {"type":"json","value":{"refunded":500}}');
-    expect(await cairn.store().select("SELECT * FROM cairn_approvals WHERE run_id = 'small'")).toEqual([]);
+    expect(await storeOf(cairn).select("SELECT * FROM cairn_approvals WHERE run_id = 'small'")).toEqual([]);
 
     const run = await largeAgent.start({ prompt: "Refund 500 dollars" }, { id: "large" });
     const request = await pending(cairn, "large");
@@ -91,7 +91,7 @@ describe.each(BACKENDS)("needsApproval on $name", (backend) => {
     expect(out.text).toBe('tool said {"type":"execution-denied","reason":"over the limit"}');
     expect(out.toolResults).toEqual([{ toolCallId: "call-refund", toolName: "refund", input: { amountCents: 50_000 }, output: { denied: true, reason: "over the limit" } }]);
     expect(await toolRows(cairn, "large")).toEqual([{ tool_name: "refund", status: "denied", permission: "approve", decided_by: "alice" }]);
-    const asked = await cairn.store().select<{ name: string }>("SELECT name FROM cairn_steps WHERE run_id = 'large' AND name LIKE 'needs-approval:%'");
+    const asked = await storeOf(cairn).select<{ name: string }>("SELECT name FROM cairn_steps WHERE run_id = 'large' AND name LIKE 'needs-approval:%'");
     expect(asked.map((r) => r.name)).toEqual(["needs-approval:refund"]); // the function ran once, recorded
   });
 
@@ -109,7 +109,7 @@ describe.each(BACKENDS)("needsApproval on $name", (backend) => {
     await cairn.approvals.approve("both", request.toolCallId, { by: "ops" });
     await run.result();
     expect(refunds).toEqual([700]);
-    const rows = await cairn.store().select<{ status: string; decided_by: string }>("SELECT status, decided_by FROM cairn_approvals WHERE run_id = 'both'");
+    const rows = await storeOf(cairn).select<{ status: string; decided_by: string }>("SELECT status, decided_by FROM cairn_approvals WHERE run_id = 'both'");
     expect(rows).toEqual([{ status: "approved", decided_by: "ops" }]);
   });
 

@@ -5,6 +5,7 @@ import { expandPromptMessages } from "../../src/ai/model-call-record.js";
 import { startMockLlm, type MockLlm } from "../../src/ai/mock-llm/index.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory } from "../harness.js";
+import { storeOf } from "../../src/internal.js";
 
 describe.each(BACKENDS)("prompt storage on $name", (backend) => {
   const env = cairnFactory(backend);
@@ -29,7 +30,7 @@ describe.each(BACKENDS)("prompt storage on $name", (backend) => {
     });
     await cairn.launch();
     expect(await (await wf.start(undefined, { id: "chat" })).result()).toBe(11);
-    const rows = await cairn.store().select<{ seq: number; prompt_messages: string }>(
+    const rows = await storeOf(cairn).select<{ seq: number; prompt_messages: string }>(
       "SELECT seq, prompt_messages FROM cairn_model_calls WHERE run_id = 'chat' ORDER BY seq",
     );
     expect(rows).toHaveLength(5);
@@ -39,7 +40,7 @@ describe.each(BACKENDS)("prompt storage on $name", (backend) => {
     const last = await expandPromptMessages(rows[4]!.prompt_messages, async (seq) => bySeq.get(seq));
     expect(last).toHaveLength(10); // system + 5 questions + 4 answers
     expect(new Set(last).size).toBe(10);
-    const payloads = await cairn.store().select<{ n: number }>(
+    const payloads = await storeOf(cairn).select<{ n: number }>(
       `SELECT count(*) AS n FROM cairn_payloads WHERE hash IN (${last.map((_, i) => `$${i + 1}`).join(", ")})`,
       last,
     );

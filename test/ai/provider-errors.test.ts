@@ -4,6 +4,7 @@ import { startMockLlm, type MockLlm } from "../../src/ai/mock-llm/index.js";
 import type { MockScript } from "../../src/ai/mock-llm/script.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory } from "../harness.js";
+import { storeOf } from "../../src/internal.js";
 
 function faulty(fault: { status?: number; delayMs?: number; malformed?: boolean }, times: number): MockScript {
   return { rules: [{ reply: { content: "fine now" }, fault: { ...fault, times } }] };
@@ -29,9 +30,9 @@ describe.each(BACKENDS)("provider errors on $name", (backend) => {
     const out = await (await agent.start({ prompt: "hello" }, { id: "flaky" })).result();
     expect(out.text).toBe("fine now");
     expect(llm.requestCount()).toBe(2);
-    const journal = await cairn.store().loadJournal("flaky");
+    const journal = await storeOf(cairn).loadJournal("flaky");
     expect(journal.map((s) => [s.kind, s.status, s.attempts])).toEqual([["model", "succeeded", 2]]);
-    const calls = await cairn.store().query("SELECT count(*) AS n FROM cairn_model_calls WHERE run_id = 'flaky'");
+    const calls = await storeOf(cairn).query("SELECT count(*) AS n FROM cairn_model_calls WHERE run_id = 'flaky'");
     expect(Number(calls.rows[0]!.n)).toBe(1);
   });
 
@@ -44,7 +45,7 @@ describe.each(BACKENDS)("provider errors on $name", (backend) => {
     const error = (await (await agent.start({ prompt: "hello" }, { id: "malformed" })).result().catch((e: unknown) => e)) as Error;
     expect(error.name).toBe("AI_APICallError");
     expect(llm.requestCount()).toBe(1);
-    const journal = await cairn.store().loadJournal("malformed");
+    const journal = await storeOf(cairn).loadJournal("malformed");
     expect(journal.map((s) => [s.kind, s.status, s.attempts])).toEqual([["model", "failed", 1]]);
   });
 
@@ -57,7 +58,7 @@ describe.each(BACKENDS)("provider errors on $name", (backend) => {
     await cairn.launch();
     const error = (await (await agent.start({ prompt: "hello" }, { id: "down" })).result().catch((e: unknown) => e)) as Error;
     expect(error.name).toBe("AI_APICallError");
-    const journal = await cairn.store().loadJournal("down");
+    const journal = await storeOf(cairn).loadJournal("down");
     expect(journal.map((s) => [s.kind, s.status, s.attempts])).toEqual([["model", "failed", 2]]);
     expect(llm.requestCount()).toBe(2);
   });

@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory } from "../harness.js";
 import { FINISH, liveAndReplayed, streamOf, textResult } from "./fidelity-harness.js";
+import { storeOf } from "../../src/internal.js";
 
 function outage(statusCode: number, extra: Partial<ConstructorParameters<typeof APICallError>[0]> = {}): APICallError {
   return new APICallError({
@@ -56,7 +57,7 @@ describe.each(BACKENDS)("AI SDK fidelity on $name", (backend) => {
     // Credentials are never stored: the replayed error carries them redacted, and no row holds them.
     expect(replayed.url).toBe("https://api.example.com/v1/chat?key=%5Bredacted+by+cairn%5D&mode=fast");
     expect(replayed.authorization).toBe("[redacted by cairn]");
-    const leaks = await cairn.store().query(
+    const leaks = await storeOf(cairn).query(
       "SELECT count(*) AS n FROM cairn_steps WHERE error LIKE '%sk-in-the-url%' OR error LIKE '%sk-header%' OR output LIKE '%sk-header%'",
     );
     expect(Number(leaks.rows[0]!.n)).toBe(0);
@@ -78,7 +79,7 @@ describe.each(BACKENDS)("AI SDK fidelity on $name", (backend) => {
     expect(live.text).toBe("fine now");
     expect(replayed).toEqual(live);
     expect(calls).toBe(3);
-    const journal = await cairn.store().loadJournal("p3-retries");
+    const journal = await storeOf(cairn).loadJournal("p3-retries");
     expect(journal.filter((s) => s.kind === "model").map((s) => s.status)).toEqual(["failed", "failed", "succeeded"]);
   });
 
@@ -276,8 +277,8 @@ describe.each(BACKENDS)("AI SDK fidelity on $name", (backend) => {
   it("a crash-cut attempt's parts of every kind are replaced by the record (reset semantics)", async () => {
     const db = await env.database();
     const cairn = env.cairn(db);
-    await cairn.store().migrate();
-    await cairn.store().commit(null, [
+    await storeOf(cairn).migrate();
+    await storeOf(cairn).commit(null, [
       { type: "insert", table: "cairn_stream_chunks", values: { run_id: "cut-kinds", model_seq: 0, position: 1, kind: "reasoning", chunk: '{"text":"STALE","part":{"id":"r"}}', created_at: 1 } },
       { type: "insert", table: "cairn_stream_chunks", values: { run_id: "cut-kinds", model_seq: 0, position: 2, kind: "tool-input-delta", chunk: '{"text":"STALE","part":{"id":"x"}}', created_at: 1 } },
     ]);
@@ -321,12 +322,12 @@ describe.each(BACKENDS)("AI SDK fidelity on $name", (backend) => {
     }));
     expect(replayed).toEqual(redacted);
     expect((live[turns - 1] as { request: { messages: unknown[] } }).request.messages).toHaveLength(2 * turns - 1);
-    const leaks = await cairn.store().query(
+    const leaks = await storeOf(cairn).query(
       "SELECT (SELECT count(*) FROM cairn_payloads WHERE body LIKE '%sk-body-secret%' OR body LIKE '%sk-cookie%') + (SELECT count(*) FROM cairn_steps WHERE output LIKE '%sk-%') AS n",
     );
     expect(Number(leaks.rows[0]!.n)).toBe(0);
     // Each turn's record is the same size whatever the history: the body is stored by reference.
-    const sizes = await cairn.store().query("SELECT length(output) AS n FROM cairn_journal WHERE run_id = 'p9-records' AND kind = 'model' ORDER BY seq");
+    const sizes = await storeOf(cairn).query("SELECT length(output) AS n FROM cairn_journal WHERE run_id = 'p9-records' AND kind = 'model' ORDER BY seq");
     const bytes = sizes.rows.map((r) => Number(r.n));
     expect(bytes[turns - 1]!).toBeLessThan(bytes[1]! * 1.2);
   });

@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { startMockLlm, type MockLlm } from "../../src/ai/mock-llm/index.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
+import { storeOf } from "../../src/internal.js";
 
 const STORY = "Once upon a time a cairn marked the way, stone by stone, so nobody got lost twice.";
 
@@ -55,7 +56,7 @@ describe.each(BACKENDS)("durable streams on $name", (backend) => {
     expect(await again.run("story").result()).toBe(STORY);
     expect(llm.requestCount()).toBe(1);
     await reading;
-    const calls = await again.store().query("SELECT streamed, finish_reason FROM cairn_model_calls WHERE run_id = 'story'");
+    const calls = await storeOf(again).query("SELECT streamed, finish_reason FROM cairn_model_calls WHERE run_id = 'story'");
     expect(calls.rows.map((r) => [Number(r.streamed), r.finish_reason])).toEqual([[1, "stop"]]);
   });
 
@@ -79,9 +80,9 @@ describe.each(BACKENDS)("durable streams on $name", (backend) => {
     llm = await startMockLlm({ script: { rules: [{ reply: { content: STORY } }] } });
     const db = await env.database();
     const cairn = env.cairn(db);
-    await cairn.store().migrate();
+    await storeOf(cairn).migrate();
     // What a crashed first attempt left behind: half a stream, with text the provider never repeats.
-    await cairn.store().commit(null, [
+    await storeOf(cairn).commit(null, [
       { type: "insert", table: "cairn_stream_chunks", values: { run_id: "cut", model_seq: 0, position: 0, kind: "text", chunk: "GARBLED", created_at: 1 } },
       { type: "insert", table: "cairn_stream_chunks", values: { run_id: "cut", model_seq: 0, position: 999, kind: "text", chunk: "MORE", created_at: 1 } },
     ]);

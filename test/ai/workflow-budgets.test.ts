@@ -5,6 +5,7 @@ import type { AgentContext, Budget } from "../../src/ai/index.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
 import { plainText } from "./scripted-model.js";
+import { storeOf } from "../../src/internal.js";
 
 interface Spent {
   run_id: string;
@@ -19,8 +20,7 @@ describe.each(BACKENDS)("workflow budgets on $name", (backend) => {
   const env = cairnFactory(backend);
 
   async function spent(cairn: Cairn, runId: string): Promise<Spent[]> {
-    const rows = await cairn
-      .store()
+    const rows = await storeOf(cairn)
       .select<Spent>("SELECT run_id, parent_run_id, tokens_spent, usd_spent, model_calls_spent FROM cairn_budgets WHERE run_id LIKE $1 ORDER BY run_id", [`${runId}%`]);
     return rows.map((r) => ({ ...r, tokens_spent: Number(r.tokens_spent), usd_spent: Number(r.usd_spent), model_calls_spent: Number(r.model_calls_spent) }));
   }

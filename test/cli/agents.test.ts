@@ -6,6 +6,7 @@ import { REFUND_SCRIPT, startMockLlm, type MockLlm } from "../../src/ai/mock-llm
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
 import { cli, expectOk, expectOneLineError } from "./cli.js";
+import { storeOf } from "../../src/internal.js";
 
 const orderInput = jsonSchema<{ id: string | number }>({ type: "object", properties: { id: {} }, required: ["id"] });
 const refundInput = jsonSchema<{ id: string | number; amountCents: number | string }>({
@@ -60,7 +61,7 @@ describe.each(BACKENDS)("cairn approvals/approve/deny/why on $name", (backend) =
   }
 
   async function refundSeq(cairn: Cairn, runId: string): Promise<number> {
-    const rows = await cairn.store().select<{ seq: unknown }>("SELECT seq FROM cairn_tool_calls WHERE run_id = $1 AND tool_name = 'refund'", [runId]);
+    const rows = await storeOf(cairn).select<{ seq: unknown }>("SELECT seq FROM cairn_tool_calls WHERE run_id = $1 AND tool_name = 'refund'", [runId]);
     return Number(rows[0]!.seq);
   }
 

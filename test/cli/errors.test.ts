@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import { BACKENDS, type Backend } from "../backends.js";
 import { cairnFactory } from "../harness.js";
 import { cli, expectOneLineError } from "./cli.js";
+import { storeOf } from "../../src/internal.js";
 
 /** A database that exists but is not Cairn's: an empty PostgreSQL database, a SQLite file of someone else's. */
 async function foreignDatabase(backend: Backend): Promise<string> {
@@ -54,7 +55,7 @@ describe.each(BACKENDS)("cairn errors on $name", (backend) => {
   it("reports an unknown run id in one line, for every command that takes one", async () => {
     const db = await env.database();
     const cairn = env.cairn(db);
-    await cairn.store().migrate();
+    await storeOf(cairn).migrate();
     for (const args of [["show", "nope"], ["cancel", "nope"], ["resume", "nope"], ["fork", "nope", "--from", "0"], ["send", "nope", "topic", "1"]]) {
       expectOneLineError(await cli([...args, "--database", db]), /no run with id "nope" — list runs with `cairn runs`/);
     }

@@ -3,6 +3,7 @@ import { CancelledError } from "../../src/index.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
 import { cli, expectOk, expectOneLineError } from "./cli.js";
+import { storeOf } from "../../src/internal.js";
 
 /**
  * The CLI is a client: its Cairn is never launched. The Cairn launched here, in the test process,
@@ -35,7 +36,7 @@ describe.each(BACKENDS)("cairn cancel/resume/fork/send on $name", (backend) => {
     expectOk(await cli(["send", "r1", "decision", '{"approved": false}', "--key", "k1", "--json", "--database", db]));
     expect(await run.result()).toEqual({ approved: true });
     expect(acted).toEqual(["o1"]);
-    const messages = await cairn.store().query("SELECT count(*) AS n FROM cairn_messages WHERE run_id = 'r1'");
+    const messages = await storeOf(cairn).query("SELECT count(*) AS n FROM cairn_messages WHERE run_id = 'r1'");
     expect(Number(messages.rows[0]!.n)).toBe(1);
 
     const late = await cli(["send", "r1", "decision", "{}", "--database", db]);
@@ -85,14 +86,14 @@ describe.each(BACKENDS)("cairn cancel/resume/fork/send on $name", (backend) => {
     });
     await cairn.launch();
     const run = await wf.start(undefined, { id: "s1" });
-    await eventually(async () => (await cairn.store().getRun("s1"))?.status === "running");
+    await eventually(async () => (await storeOf(cairn).getRun("s1"))?.status === "running");
 
     const result = await cli(["cancel", "s1", "--json", "--database", db]);
     expectOk(result);
     expect(JSON.parse(result.stdout)).toEqual({ runId: "s1", cancelled: ["s1"] });
     await eventually(() => aborted);
     expect((await run.status()).status).toBe("cancelled");
-    expect(await cairn.store().loadJournal("s1")).toEqual([]);
+    expect(await storeOf(cairn).loadJournal("s1")).toEqual([]);
   });
 
   it("forks a run from a seq: the journal below it is reused, the rest runs again", async () => {

@@ -10,6 +10,7 @@ import { REFUND_SCRIPT, startMockLlm, type LoggedRequest, type MockLlm, type Moc
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
 import { Worker } from "./crash-harness.js";
+import { storeOf } from "../../src/internal.js";
 
 /**
  * SIGKILL crash tests for agents: test/fixtures/agent-worker.mjs (over the built package) runs
@@ -76,7 +77,7 @@ function byTurn(a: string, b: string): number {
 }
 
 async function modelCalls(cairn: Cairn, runId: string): Promise<number> {
-  const rows = await cairn.store().select<{ n: number }>("SELECT count(*) AS n FROM cairn_model_calls WHERE run_id = $1", [runId]);
+  const rows = await storeOf(cairn).select<{ n: number }>("SELECT count(*) AS n FROM cairn_model_calls WHERE run_id = $1", [runId]);
   return Number(rows[0]!.n);
 }
 
@@ -153,7 +154,7 @@ describe.each(BACKENDS)("SIGKILL during agents on $name", (backend) => {
 
   async function holdsNoLock(observer: Cairn, db: string): Promise<boolean> {
     if (backend.name === "postgres") {
-      const busy = await observer.store().select<{ n: number }>(
+      const busy = await storeOf(observer).select<{ n: number }>(
         "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND state <> 'idle'",
       );
       return Number(busy[0]!.n) === 0;
@@ -221,7 +222,7 @@ describe.each(BACKENDS)("SIGKILL during agents on $name", (backend) => {
     ]);
     expect(await modelCallsSpent(observer, "recorded")).toBe(3);
     expect(ledgerLines(ledger, "charge")).toHaveLength(1);
-    expect((await observer.store().getRun("recorded"))!.recoveries).toBe(2);
+    expect((await storeOf(observer).getRun("recorded"))!.recoveries).toBe(2);
   });
 
   it("killed inside the refund tool after the payment service charged: it runs again with the same key, and charges once", async () => {
@@ -232,7 +233,7 @@ describe.each(BACKENDS)("SIGKILL during agents on $name", (backend) => {
     expect(first.lines).toContain(`charged ${key}`);
     await first.kill();
     expect(ledgerLines(ledger, "charge")).toEqual([key]);
-    const tools = () => observer.store().select<{ tool_name: string }>("SELECT tool_name FROM cairn_tool_calls WHERE run_id = 'charged' ORDER BY seq");
+    const tools = () => storeOf(observer).select<{ tool_name: string }>("SELECT tool_name FROM cairn_tool_calls WHERE run_id = 'charged' ORDER BY seq");
     expect((await tools()).map((r) => r.tool_name)).toEqual(["lookUpOrder"]);
 
     const second = worker(db, { await: ["charged"] });
@@ -263,7 +264,7 @@ describe.each(BACKENDS)("SIGKILL during agents on $name", (backend) => {
       return list.length > 0 ? list : undefined;
     });
     // Waiting costs no memory: the run is unloaded until a decision arrives.
-    await eventually(async () => (await observer.store().getRun("waits"))!.status === "waiting");
+    await eventually(async () => (await storeOf(observer).getRun("waits"))!.status === "waiting");
     expect(pending).toMatchObject({ runId: "waits", toolName: "refund", input: { id: order, amountCents: 4200 } });
     await first.kill();
 
@@ -275,7 +276,7 @@ describe.each(BACKENDS)("SIGKILL during agents on $name", (backend) => {
     expect(first.lines.some((l) => l.startsWith("refund "))).toBe(false);
     expect(ledgerLines(ledger, "charge")).toHaveLength(1);
     expect(asked(llm!.requests(), order).map(([, n]) => n)).toEqual([1, 1, 1]);
-    const decided = await observer.store().select<{ tool_name: string; decided_by: string | null }>(
+    const decided = await storeOf(observer).select<{ tool_name: string; decided_by: string | null }>(
       "SELECT tool_name, decided_by FROM cairn_tool_calls WHERE run_id = 'waits' ORDER BY seq",
     );
     expect(decided).toEqual([
@@ -295,14 +296,14 @@ describe.each(BACKENDS)("SIGKILL during agents on $name", (backend) => {
       return list.length > 0 ? list : undefined;
     });
     // Waiting costs no memory: the run is unloaded until a decision arrives.
-    await eventually(async () => (await observer.store().getRun("decided"))!.status === "waiting");
+    await eventually(async () => (await storeOf(observer).getRun("decided"))!.status === "waiting");
     // Frozen, the worker cannot resume the run between the approval and the kill.
     await freezeOutsideWrites(first, observer, db);
     await within(observer.approvals.approve("decided", pending!.toolCallId, { by: "ops" }), 5000, "the approval");
     await first.kill();
     expect(first.lines.some((l) => l.startsWith("refund "))).toBe(false);
     const inbox = () =>
-      observer.store().select<{ consumed: number }>(
+      storeOf(observer).select<{ consumed: number }>(
         "SELECT count(consumed_at) AS consumed FROM cairn_messages WHERE run_id = 'decided' AND topic LIKE 'approval:%'",
       );
     expect((await inbox()).map((r) => Number(r.consumed))).toEqual([0]);
@@ -314,7 +315,7 @@ describe.each(BACKENDS)("SIGKILL during agents on $name", (backend) => {
     expect(ledgerLines(ledger, "charge")).toHaveLength(1);
     expect(second.lines.filter((l) => l.startsWith("refund "))).toHaveLength(1);
     expect(asked(llm!.requests(), order).map(([, n]) => n)).toEqual([1, 1, 1]);
-    const approvals = await observer.store().select<{ status: string; decided_by: string }>(
+    const approvals = await storeOf(observer).select<{ status: string; decided_by: string }>(
       "SELECT status, decided_by FROM cairn_approvals WHERE run_id = 'decided'",
     );
     expect(approvals).toEqual([{ status: "approved", decided_by: "ops" }]);
@@ -327,10 +328,10 @@ describe.each(BACKENDS)("SIGKILL during agents on $name", (backend) => {
     await first.line(/^started lead$/);
     // The researcher searched and asked the model again; the mock holds that answer back.
     await eventually(() => llm!.requests().some((r) => r.model === "researcher-model" && r.lastMessage?.role === "tool"));
-    const [child] = await observer.store().listRuns({ parentId: "lead" });
+    const [child] = await storeOf(observer).listRuns({ parentId: "lead" });
     expect(child).toMatchObject({ workflow: "researcher", status: "running" });
     expect([await modelCalls(observer, "lead"), await modelCalls(observer, child!.id)]).toEqual([1, 1]);
-    expect((await observer.store().getRun("lead"))!.status).toBe("waiting");
+    expect((await storeOf(observer).getRun("lead"))!.status).toBe("waiting");
     await first.kill();
 
     const second = worker(db, { await: ["lead"] });
@@ -338,9 +339,9 @@ describe.each(BACKENDS)("SIGKILL during agents on $name", (backend) => {
     expect(result).toMatchObject({ status: "succeeded", value: { steps: 2 } });
     expect((result.value as { text: string }).text).toContain(`order ${order} shipped on a Tuesday`);
     await second.finished();
-    expect(await observer.store().getRun(child!.id)).toMatchObject({ status: "succeeded", recoveries: 1 });
+    expect(await storeOf(observer).getRun(child!.id)).toMatchObject({ status: "succeeded", recoveries: 1 });
     // The lead was waiting for its child (unloaded, ARCHITECTURE 6): it resumed, it was not recovered.
-    expect((await observer.store().getRun("lead"))!.status).toBe("succeeded");
+    expect((await storeOf(observer).getRun("lead"))!.status).toBe("succeeded");
     // Only the researcher's call that was in flight at the kill was asked twice.
     expect(asked(llm!.requests(), order).map(([id, n]) => [id.split(" ")[0], n])).toEqual([
       ["lead-model", 1],
@@ -367,7 +368,7 @@ describe.each(BACKENDS)("SIGKILL during agents on $name", (backend) => {
     })();
     void following.catch(() => undefined); // awaited below; a failure before then is reported there
     const chunkRows = () =>
-      observer.store().select<{ kind: string; n: number }>(
+      storeOf(observer).select<{ kind: string; n: number }>(
         "SELECT kind, count(*) AS n FROM cairn_stream_chunks WHERE run_id = 'story' GROUP BY kind ORDER BY kind",
       );
     await eventually(async () => (await chunkRows()).some((r) => r.kind === "text" && Number(r.n) >= 3));
@@ -393,7 +394,7 @@ describe.each(BACKENDS)("SIGKILL during agents on $name", (backend) => {
     }
     // Asked once by the killed worker (the answer was never recorded) and once after the restart.
     expect(llm!.requests().filter((r) => r.model === "story-model")).toHaveLength(2);
-    const calls = await observer.store().select<{ streamed: number; text_excerpt: string }>(
+    const calls = await storeOf(observer).select<{ streamed: number; text_excerpt: string }>(
       "SELECT streamed, text_excerpt FROM cairn_model_calls WHERE run_id = 'story'",
     );
     expect(calls.map((c) => [Number(c.streamed), c.text_excerpt])).toEqual([[1, STORY]]);
@@ -422,7 +423,7 @@ describe.each(BACKENDS)("SIGKILL during agents on $name", (backend) => {
     const text: string[] = [];
     for await (const chunk of observer.stream("zombie", { signal: AbortSignal.timeout(10_000) })) text.push(chunk.kind === "finish" ? "<finish>" : chunk.text);
     expect(text.join("")).toBe(`${STORY}<finish>`);
-    const rows = await observer.store().select<{ n: number }>("SELECT count(*) AS n FROM cairn_stream_chunks WHERE run_id = 'zombie'");
+    const rows = await storeOf(observer).select<{ n: number }>("SELECT count(*) AS n FROM cairn_stream_chunks WHERE run_id = 'zombie'");
     expect(Number(rows[0]!.n)).toBe(STORY.split(" ").length + 2); // reset, the words, finish
   });
 });
@@ -439,14 +440,12 @@ function stopped(pid: number): boolean {
  * it names as having asked for it (`model_seq`), or null when that call's record does not list it.
  */
 async function provenance(cairn: Cairn, runId: string): Promise<[string, number | null][]> {
-  const tools = await cairn
-    .store()
+  const tools = await storeOf(cairn)
     .select<{ tool_name: string; tool_call_id: string; model_seq: number | null }>(
       "SELECT tool_name, tool_call_id, model_seq FROM cairn_tool_calls WHERE run_id = $1 ORDER BY seq",
       [runId],
     );
-  const calls = await cairn
-    .store()
+  const calls = await storeOf(cairn)
     .select<{ seq: number; tool_call_ids: string }>("SELECT seq, tool_call_ids FROM cairn_model_calls WHERE run_id = $1 ORDER BY seq", [runId]);
   return tools.map((t) => {
     const turn = calls.findIndex((c) => Number(c.seq) === Number(t.model_seq));
@@ -456,11 +455,11 @@ async function provenance(cairn: Cairn, runId: string): Promise<[string, number 
 }
 
 async function modelCallsSpent(cairn: Cairn, runId: string): Promise<number> {
-  const rows = await cairn.store().select<{ n: number }>("SELECT model_calls_spent AS n FROM cairn_budgets WHERE run_id = $1", [runId]);
+  const rows = await storeOf(cairn).select<{ n: number }>("SELECT model_calls_spent AS n FROM cairn_budgets WHERE run_id = $1", [runId]);
   return Number(rows[0]!.n);
 }
 
 async function searchSeq(cairn: Cairn, runId: string): Promise<number> {
-  const rows = await cairn.store().select<{ seq: number }>("SELECT seq FROM cairn_tool_calls WHERE run_id = $1 AND tool_name = 'search'", [runId]);
+  const rows = await storeOf(cairn).select<{ seq: number }>("SELECT seq FROM cairn_tool_calls WHERE run_id = $1 AND tool_name = 'search'", [runId]);
   return Number(rows[0]!.seq);
 }

@@ -3,6 +3,7 @@ import type { Cairn } from "../../src/index.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory } from "../harness.js";
 import { readLedger, seededRandom, tally, workerFactory } from "./crash-harness.js";
+import { storeOf } from "../../src/internal.js";
 
 /**
  * The fixture's `mixed` workflow over 20 rounds: 20 steps plus 4 pairs of parallel steps, 5 short
@@ -40,11 +41,11 @@ describe.each(BACKENDS)("SIGKILL at random moments with every kind of operation 
       await new Promise((resolve) => setTimeout(resolve, delayMs));
       await worker.kill();
       observer ??= env.cairn(db);
-      const runs = await observer.store().listRuns({ limit: 1000 });
+      const runs = await storeOf(observer).listRuns({ limit: 1000 });
       if (runs.length < ids.length * (1 + CHILDREN_PER_RUN) || runs.some((r) => r.status !== "succeeded")) killedMidRun++;
       const starts = tally(readLedger(ledger), "start");
       for (const run of runs) {
-        for (const row of await observer.store().loadJournal(run.id)) {
+        for (const row of await storeOf(observer).loadJournal(run.id)) {
           if (row.kind === "step") frozen.set(`${run.id} ${row.seq}`, starts.get(`${run.id} ${row.seq}`) ?? 0);
         }
       }
@@ -54,7 +55,7 @@ describe.each(BACKENDS)("SIGKILL at random moments with every kind of operation 
     await worker.finished();
     expect(killedMidRun, `seed ${seed}: kills that found work unfinished`).toBeGreaterThan(0);
 
-    const store = observer!.store();
+    const store = storeOf(observer!);
     const entries = readLedger(ledger);
     const starts = tally(entries, "start");
     for (const [step, count] of frozen) expect(starts.get(step), `seed ${seed}: ${step} was committed, then ran again`).toBe(count);

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory } from "../harness.js";
 import { readLedger, tally, workerFactory } from "./crash-harness.js";
+import { runtimeOf, storeOf } from "../../src/internal.js";
 
 describe.each(BACKENDS)("a worker paused past its lease on $name", (backend) => {
   const env = cairnFactory(backend);
@@ -33,7 +34,7 @@ describe.each(BACKENDS)("a worker paused past its lease on $name", (backend) => 
     const steps = observer.workflow("steps", async () => undefined);
     const ids = Array.from({ length: 10 }, (_, i) => `after-${i}`);
     for (const id of ids) await steps.start({ n: 5 }, { id });
-    for (const id of ids) expect((await observer.waitForRun(id, { timeoutMs: 15_000 })).status).toBe("succeeded");
+    for (const id of ids) expect((await runtimeOf(observer).waitForRun(id, { timeoutMs: 15_000 })).status).toBe("succeeded");
 
     const entries = readLedger(ledger);
     const byHeld = entries
@@ -49,7 +50,7 @@ describe.each(BACKENDS)("a worker paused past its lease on $name", (backend) => 
     // No crash after the pause: each step of the later runs ran once, and no run was taken over.
     const done = tally(entries, "done");
     for (const id of ids) expect([0, 1, 2, 3, 4].map((seq) => done.get(`${id} ${seq}`)), id).toEqual([1, 1, 1, 1, 1]);
-    const recovered = await observer.store().query("SELECT id, recoveries FROM cairn_runs WHERE id LIKE 'after-%' AND recoveries > 0");
+    const recovered = await storeOf(observer).query("SELECT id, recoveries FROM cairn_runs WHERE id LIKE 'after-%' AND recoveries > 0");
     expect(recovered.rows).toEqual([]);
   });
 });

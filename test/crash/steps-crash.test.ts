@@ -3,13 +3,14 @@ import type { Cairn } from "../../src/index.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory } from "../harness.js";
 import { readLedger, seededRandom, tally, workerFactory } from "./crash-harness.js";
+import { storeOf } from "../../src/internal.js";
 
 /** The output of the fixture's `steps` workflow: step i returns i*i. */
 const stepsOutput = (n: number) => ({ n, sum: Array.from({ length: n }, (_, i) => i * i).reduce((a, b) => a + b, 0) });
 
 /** The seqs of a run's journal rows, in order. */
 async function journalSeqs(cairn: Cairn, runId: string): Promise<number[]> {
-  return (await cairn.store().loadJournal(runId)).map((row) => row.seq);
+  return (await storeOf(cairn).loadJournal(runId)).map((row) => row.seq);
 }
 
 describe.each(BACKENDS)("SIGKILL during steps on $name", (backend) => {
@@ -38,7 +39,7 @@ describe.each(BACKENDS)("SIGKILL during steps on $name", (backend) => {
 
     // ARCHITECTURE 7: the dead owner's pid is gone, so its run is taken over without waiting for
     // the 15 s lease.
-    const run = (await observer.store().getRun("between"))!;
+    const run = (await storeOf(observer).getRun("between"))!;
     expect(run.finishedAt! - bootAt).toBeLessThan(2000);
     expect(run.recoveries).toBe(1);
 
@@ -73,7 +74,7 @@ describe.each(BACKENDS)("SIGKILL during steps on $name", (backend) => {
     expect(await second.result("inside")).toEqual({ status: "succeeded", value: stepsOutput(4) });
     const bootAt = await second.time("boot");
     await second.finished();
-    const run = (await observer.store().getRun("inside"))!;
+    const run = (await storeOf(observer).getRun("inside"))!;
     expect(run.finishedAt! - bootAt).toBeLessThan(2000);
 
     const entries = readLedger(ledger);
@@ -84,7 +85,7 @@ describe.each(BACKENDS)("SIGKILL during steps on $name", (backend) => {
     const again = entries.filter((e) => e.kind === "done" && e.seq === 2);
     expect(again.map((e) => e.pid)).toEqual([first.pid, second.pid]);
     expect(again.map((e) => e.key)).toEqual(["inside:2", "inside:2"]);
-    const journal = await observer.store().loadJournal("inside");
+    const journal = await storeOf(observer).loadJournal("inside");
     expect(journal.map((row) => [row.seq, row.name, row.status])).toEqual([
       [0, "s0", "succeeded"],
       [1, "s1", "succeeded"],
@@ -112,7 +113,7 @@ describe.each(BACKENDS)("SIGKILL during steps on $name", (backend) => {
       if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
       await worker.kill();
       observer ??= env.cairn(db);
-      expect((await observer.store().getRun("many"))!.status, `seed ${seed}: run finished before kill ${k + 1}`).toBe("running");
+      expect((await storeOf(observer).getRun("many"))!.status, `seed ${seed}: run finished before kill ${k + 1}`).toBe("running");
       const starts = tally(readLedger(ledger), "start");
       for (const seq of await journalSeqs(observer, "many")) frozen.set(`many ${seq}`, starts.get(`many ${seq}`) ?? 0);
       worker = workers.spawn({ database: db, ledger, await: ["many"] });
@@ -120,11 +121,10 @@ describe.each(BACKENDS)("SIGKILL during steps on $name", (backend) => {
     expect(await worker.result("many")).toEqual({ status: "succeeded", value: stepsOutput(n) });
     await worker.finished();
 
-    const journal = await observer!.store().loadJournal("many");
+    const journal = await storeOf(observer!).loadJournal("many");
     expect(journal.map((row) => row.seq)).toEqual(Array.from({ length: n }, (_, i) => i));
     expect(journal.every((row) => row.status === "succeeded" && row.name === `s${row.seq}`)).toBe(true);
-    const counted = await observer!
-      .store()
+    const counted = await storeOf(observer!)
       .query("SELECT COUNT(*) AS rows, COUNT(DISTINCT seq) AS seqs FROM cairn_steps WHERE run_id = 'many'");
     expect(counted.rows.map((r) => [Number(r.rows), Number(r.seqs)])).toEqual([[n, n]]);
 
@@ -185,7 +185,7 @@ describe.each(BACKENDS)("SIGKILL during steps on $name", (backend) => {
     await first.kill();
 
     const observer = env.cairn(db);
-    const effects = () => observer.store().query("SELECT seq, pid FROM crash_effects WHERE run_id = 'tx' ORDER BY seq");
+    const effects = () => storeOf(observer).query("SELECT seq, pid FROM crash_effects WHERE run_id = 'tx' ORDER BY seq");
     // The body of seq 2 ran and inserted its row, but the transaction never committed.
     expect((await effects()).rows.map((r) => [Number(r.seq), Number(r.pid)])).toEqual([
       [0, first.pid],
@@ -229,7 +229,7 @@ describe.each(BACKENDS)("SIGKILL during steps on $name", (backend) => {
     await peer.finished();
     const observer = env.cairn(db);
     for (const id of ids) {
-      const run = (await observer.store().getRun(id))!;
+      const run = (await storeOf(observer).getRun(id))!;
       expect(run.finishedAt! - killedAt, `${id} finished long after the kill`).toBeLessThan(2000);
     }
     const done = tally(readLedger(ledger), "done");

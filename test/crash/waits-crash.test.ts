@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
 import { readLedger, tally, workerFactory } from "./crash-harness.js";
+import { storeOf } from "../../src/internal.js";
 
 describe.each(BACKENDS)("SIGKILL during durable waits on $name", (backend) => {
   const env = cairnFactory(backend);
@@ -17,7 +18,7 @@ describe.each(BACKENDS)("SIGKILL during durable waits on $name", (backend) => {
     await eventually(async () => (await observer.run("nap").status()).status === "waiting", 5_000);
     await first.kill();
 
-    const sleep = (await observer.store().loadJournal("nap"))[1]!;
+    const sleep = (await storeOf(observer).loadJournal("nap"))[1]!;
     expect([sleep.kind, sleep.name, sleep.status]).toEqual(["sleep", "nap", "succeeded"]);
     const wakeAt = JSON.parse(sleep.output!) as number;
     expect(wakeAt - sleep.startedAt).toBeGreaterThanOrEqual(napMs - 5);
@@ -32,7 +33,7 @@ describe.each(BACKENDS)("SIGKILL during durable waits on $name", (backend) => {
     const bootAt = await second.time("boot");
     await second.finished();
 
-    const journal = await observer.store().loadJournal("nap");
+    const journal = await storeOf(observer).loadJournal("nap");
     expect(journal.map((row) => [row.seq, row.kind, row.name])).toEqual([
       [0, "step", "before"],
       [1, "sleep", "nap"],
@@ -62,7 +63,7 @@ describe.each(BACKENDS)("SIGKILL during durable waits on $name", (backend) => {
     // A separate Cairn, never launched, sends; the second send repeats the first's key.
     await sender.send("mbox", "go", { n: 1 }, { idempotencyKey: "go-1" });
     await sender.send("mbox", "go", { n: 1 }, { idempotencyKey: "go-1" });
-    const messages = () => sender.store().query("SELECT id, consumed_by FROM cairn_messages WHERE run_id = 'mbox' ORDER BY id");
+    const messages = () => storeOf(sender).query("SELECT id, consumed_by FROM cairn_messages WHERE run_id = 'mbox' ORDER BY id");
     expect((await messages()).rows).toEqual([{ id: 'send:["mbox","go-1"]', consumed_by: null }]);
 
     const second = workers.spawn({ database: db, ledger, await: ["mbox"] });
@@ -77,7 +78,7 @@ describe.each(BACKENDS)("SIGKILL during durable waits on $name", (backend) => {
     const done = tally(entries, "done");
     expect([done.get("mbox 0"), done.get("mbox 2")]).toEqual([1, 1]);
     expect(entries.find((e) => e.kind === "done" && e.seq === 2)!.note).toBe('{"n":1}');
-    const journal = await sender.store().loadJournal("mbox");
+    const journal = await storeOf(sender).loadJournal("mbox");
     expect(journal.map((row) => [row.seq, row.kind, row.status])).toEqual([
       [0, "step", "succeeded"],
       [1, "recv", "succeeded"],
@@ -103,9 +104,9 @@ describe.each(BACKENDS)("SIGKILL during durable waits on $name", (backend) => {
     await second.finished();
 
     const observer = env.cairn(db);
-    const child = (await observer.store().getRun("fam:1"))!;
+    const child = (await storeOf(observer).getRun("fam:1"))!;
     expect([child.status, child.parentId, child.parentSeq]).toEqual(["succeeded", "fam", 1]);
-    expect((await observer.store().loadJournal("fam")).map((row) => [row.seq, row.kind])).toEqual([
+    expect((await storeOf(observer).loadJournal("fam")).map((row) => [row.seq, row.kind])).toEqual([
       [0, "step"],
       [1, "child"],
       [2, "child-result"],
@@ -120,7 +121,7 @@ describe.each(BACKENDS)("SIGKILL during durable waits on $name", (backend) => {
       [first.pid, "fam:1:3"],
       [second.pid, "fam:1:3"],
     ]);
-    const runs = await observer.store().query("SELECT COUNT(*) AS n FROM cairn_runs WHERE root_id = 'fam'");
+    const runs = await storeOf(observer).query("SELECT COUNT(*) AS n FROM cairn_runs WHERE root_id = 'fam'");
     expect(Number(runs.rows[0]!.n)).toBe(2);
   });
 });

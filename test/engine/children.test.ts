@@ -3,6 +3,7 @@ import { CancelledError, TimeoutError } from "../../src/index.js";
 import { ManualClock } from "../../src/testing/index.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
+import { storeOf } from "../../src/internal.js";
 
 describe.each(BACKENDS)("child runs on $name", (backend) => {
   const env = cairnFactory(backend);
@@ -25,7 +26,7 @@ describe.each(BACKENDS)("child runs on $name", (backend) => {
     await cairn.launch();
     const out = await (await parent.start(21, { id: "p" })).result();
     expect(out).toEqual({ childId: "p:0", doubled: 42, failure: "RangeError: kaboom" });
-    const children = await cairn.store().listRuns({ parentId: "p" });
+    const children = await storeOf(cairn).listRuns({ parentId: "p" });
     expect(children.map((c) => [c.id, c.workflow, c.status, c.rootId]).sort()).toEqual([
       ["p:0", "double", "succeeded", "p"],
       ["p:2", "boom", "failed", "p"],
@@ -54,7 +55,7 @@ describe.each(BACKENDS)("child runs on $name", (backend) => {
     const parent = cairn.workflow("bounded", async (ctx) => (await ctx.child(sleeper, undefined)).result());
     await cairn.launch();
     const run = await parent.start(undefined, { id: "bounded", timeoutMs: 5_000 });
-    const child = await eventually(async () => (await cairn.store().getRun("bounded:0"))?.deadlineAt);
+    const child = await eventually(async () => (await storeOf(cairn).getRun("bounded:0"))?.deadlineAt);
     expect(child).toBe(clock.now() + 5_000);
     await eventually(async () => (await cairn.run("bounded:0").status()).status === "waiting");
     clock.advance(5_000);

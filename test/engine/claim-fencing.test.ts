@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { ClaimRequest, ExecutorRow } from "../../src/store/store.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory } from "../harness.js";
+import { storeOf } from "../../src/internal.js";
 
 // The store's side of "a woken executor never claims under an identity its peers consider dead"
 // (see test/crash/pause-crash.test.ts for the whole story with a SIGSTOPped process).
@@ -22,7 +23,7 @@ describe.each(BACKENDS)("claims fenced by the executor's row on $name", (backend
     // Launched with no workflows: it migrates the database and claims nothing itself.
     const host = env.cairn(db);
     await host.launch();
-    const store = host.store();
+    const store = storeOf(host);
     // Heartbeats near the real clock: the host's own executor must not find these rows past its lease.
     const t = Date.now();
     const producer = env.cairn(db);

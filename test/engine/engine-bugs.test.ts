@@ -4,6 +4,7 @@ import { toStored } from "../../src/engine/values.js";
 import type { MessageRecord, NewRun } from "../../src/store/store.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
+import { storeOf } from "../../src/internal.js";
 
 /** Engine bugs found by porting a peer's test suite onto Cairn (issue 7, point 10). */
 describe.each(BACKENDS)("engine fixes from the ported peer suite on $name", (backend) => {
@@ -33,7 +34,7 @@ describe.each(BACKENDS)("engine fixes from the ported peer suite on $name", (bac
     // A fork from before an event's step does not have it until it sets it itself.
     const early = await cairn.fork("eventful", { fromSeq: 1, id: "eventful-early" });
     await early.result();
-    const rows = await cairn.store().select<{ key: string }>("SELECT key FROM cairn_events WHERE run_id = $1 ORDER BY key", ["eventful-early"]);
+    const rows = await storeOf(cairn).select<{ key: string }>("SELECT key FROM cairn_events WHERE run_id = $1 ORDER BY key", ["eventful-early"]);
     expect(rows.map((r) => r.key)).toEqual(["done", "report", "stage"]);
   });
 
@@ -79,7 +80,7 @@ describe.each(BACKENDS)("engine fixes from the ported peer suite on $name", (bac
     });
     await cairn.launch();
     expect(await (await wf.start(undefined, { id: "bad-predicate" })).result()).toBe("TypeError: predicate bug");
-    const journal = await cairn.store().loadJournal("bad-predicate");
+    const journal = await storeOf(cairn).loadJournal("bad-predicate");
     expect(journal.map((s) => [s.seq, s.name, s.status])).toEqual([
       [0, "flaky", "failed"],
       [1, "after", "succeeded"],
@@ -119,7 +120,7 @@ describe.each(BACKENDS)("engine fixes from the ported peer suite on $name", (bac
     const cairn = env.cairn(await env.database());
     cairn.workflow("noop", async () => "ok");
     await cairn.launch();
-    const store = cairn.store();
+    const store = storeOf(cairn);
     const now = Date.now();
     const message = (id: string, runId: string): MessageRecord => ({
       id,
@@ -182,7 +183,7 @@ describe.each(BACKENDS)("engine fixes from the ported peer suite on $name", (bac
       (e: unknown) => e,
     );
     expect(error).toBeInstanceOf(RunNotFoundError);
-    const [row] = await cairn.store().loadJournal("sends-nowhere");
+    const [row] = await storeOf(cairn).loadJournal("sends-nowhere");
     expect([row?.kind, row?.status]).toEqual(["send", "failed"]);
   });
 });

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/testing/index.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
+import { storeOf } from "../../src/internal.js";
 
 describe.each(BACKENDS)("leases and fencing on $name", (backend) => {
   const env = cairnFactory(backend);
@@ -44,12 +45,12 @@ describe.each(BACKENDS)("leases and fencing on $name", (backend) => {
     expect(executions).toEqual(["old"]); // the lease has not lapsed yet
     clock.advance(10_001);
     expect(await newOwner.run("job").result()).toBe("new result then finished");
-    expect((await newOwner.store().getRun("job"))?.recoveries).toBe(1);
+    expect((await storeOf(newOwner).getRun("job"))?.recoveries).toBe(1);
 
     // The old owner's step now finishes; its checkpoint must be refused.
     releaseHung();
     await new Promise((resolve) => setTimeout(resolve, 100));
-    const journal = await newOwner.store().loadJournal("job");
+    const journal = await storeOf(newOwner).loadJournal("job");
     expect(journal.map((s) => s.output)).toEqual(['"new result"', '"finished"']);
     expect(executions).toEqual(["old", "new"]);
   });

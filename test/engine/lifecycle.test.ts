@@ -3,6 +3,7 @@ import { z } from "zod";
 import { InvalidInputError, InvalidSpecError, RunNotFoundError } from "../../src/index.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
+import { storeOf } from "../../src/internal.js";
 
 describe.each(BACKENDS)("run lifecycle on $name", (backend) => {
   const env = cairnFactory(backend);
@@ -96,12 +97,12 @@ describe.each(BACKENDS)("run lifecycle on $name", (backend) => {
     const fork = await cairn.fork("orig", { fromSeq: 1, id: "forked" });
     expect(await fork.result()).toBe(25);
     expect(calls).toEqual(["a", "b", "c", "b", "c"]);
-    const row = await cairn.store().getRun("forked");
+    const row = await storeOf(cairn).getRun("forked");
     expect([row?.forkedFrom, row?.forkedFromSeq]).toEqual(["orig", 1]);
     await expect(cairn.fork("orig", { fromSeq: -1 })).rejects.toBeInstanceOf(InvalidSpecError);
     await expect(cairn.fork("nope", { fromSeq: 0 })).rejects.toBeInstanceOf(RunNotFoundError);
     await expect(cairn.fork("orig", { fromSeq: 1, id: "forked" })).rejects.toThrow(/id: "forked"/);
-    expect((await cairn.store().loadJournal("forked")).length).toBe(3);
+    expect((await storeOf(cairn).loadJournal("forked")).length).toBe(3);
   });
 
   it("validates input with a Standard Schema and stores nothing when it is invalid", async () => {

@@ -4,6 +4,7 @@ import { MAX_TIMER_DELAY_MS, setLongTimeout } from "../../src/engine/long-timeou
 import { systemClock } from "../../src/index.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
+import { storeOf } from "../../src/internal.js";
 
 const DAY_MS = 86_400_000;
 
@@ -82,7 +83,7 @@ describe.each(BACKENDS)("timers longer than 2^31−1 ms on $name", (backend) => 
         return "woke";
       });
       await cairn.launch();
-      const store = cairn.store();
+      const store = storeOf(cairn);
       let wakeLookups = 0;
       const nextWakeAt = store.nextWakeAt.bind(store);
       store.nextWakeAt = (appVersion) => {

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/testing/index.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
+import { storeOf } from "../../src/internal.js";
 
 describe.each(BACKENDS)("messages and events on $name", (backend) => {
   const env = cairnFactory(backend);
@@ -31,7 +32,7 @@ describe.each(BACKENDS)("messages and events on $name", (backend) => {
     await cairn.send("outside", "greeting", "one", { idempotencyKey: "k1" });
     await cairn.send("outside", "greeting", "two");
     expect(await late.result()).toEqual(["one", "two"]);
-    const rows = await cairn.store().query("SELECT count(*) AS n FROM cairn_messages WHERE run_id = 'outside'");
+    const rows = await storeOf(cairn).query("SELECT count(*) AS n FROM cairn_messages WHERE run_id = 'outside'");
     expect(Number(rows.rows[0]!.n)).toBe(2);
   });
 

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { InvalidSpecError, NonDeterminismError, type WorkflowContext } from "../../src/index.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
+import { storeOf } from "../../src/internal.js";
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -94,7 +95,7 @@ describe.each(BACKENDS)("replay order on $name", (backend) => {
     expect(out.tool.value).toBe(42);
     expect(out.after).toBe("after");
     expect(ran).toEqual(["inner", "after"]);
-    const rows = await cairn.store().select<{ seq: number; name: string; path: string | null }>(
+    const rows = await storeOf(cairn).select<{ seq: number; name: string; path: string | null }>(
       "SELECT seq, name, path FROM cairn_steps WHERE run_id = $1 ORDER BY seq",
       ["nested-1"],
     );

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { NonDeterminismError, TerminalError, TimeoutError, UnserializableError } from "../../src/index.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory } from "../harness.js";
+import { storeOf } from "../../src/internal.js";
 
 describe.each(BACKENDS)("steps on $name", (backend) => {
   const env = cairnFactory(backend);
@@ -66,7 +67,7 @@ describe.each(BACKENDS)("steps on $name", (backend) => {
     });
     await cairn.launch();
     expect(await (await wf.start(undefined, { id: "fanout" })).result()).toEqual([30, 1, 15]);
-    const journal = await cairn.store().loadJournal("fanout");
+    const journal = await storeOf(cairn).loadJournal("fanout");
     expect(journal.map((s) => [s.seq, s.name])).toEqual([
       [0, "part-0"],
       [1, "part-1"],
@@ -162,7 +163,7 @@ describe.each(BACKENDS)("steps on $name", (backend) => {
     expect(error).toBeInstanceOf(UnserializableError);
     expect((error as Error).message).toContain("run values seq 1");
     expect((error as Error).message).toContain("class Price");
-    const journal = await cairn.store().loadJournal("values");
+    const journal = await storeOf(cairn).loadJournal("values");
     const { fromStored } = await import("../../src/engine/values.js");
     const back = fromStored(journal[0]!.output) as typeof rich;
     expect(back.when).toEqual(new Date(0));

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory } from "../harness.js";
+import { storeOf } from "../../src/internal.js";
 
 describe.each(BACKENDS)("storage semantics on $name", (backend) => {
   const env = cairnFactory(backend);
@@ -25,9 +26,9 @@ describe.each(BACKENDS)("storage semantics on $name", (backend) => {
     });
     await cairn.launch();
     expect(await (await wf.start(7, { id: "t1" })).result()).toEqual({ inserted: 7, failure: "changed my mind" });
-    const rows = await cairn.store().query("SELECT id, amount FROM ledger ORDER BY id");
+    const rows = await storeOf(cairn).query("SELECT id, amount FROM ledger ORDER BY id");
     expect(rows.rows.map((r) => [r.id, Number(r.amount)])).toEqual([["t1", 7]]);
-    const journal = await cairn.store().loadJournal("t1");
+    const journal = await storeOf(cairn).loadJournal("t1");
     expect(journal.map((s) => [s.name, s.kind, s.status])).toEqual([
       ["create", "transaction", "succeeded"],
       ["credit", "transaction", "succeeded"],
@@ -64,10 +65,10 @@ describe.each(BACKENDS)("storage semantics on $name", (backend) => {
     });
     await cairn.launch();
     await (await wf.start(undefined, { id: "repeat" })).result();
-    const payloads = await cairn.store().query("SELECT count(*) AS n, sum(size) AS bytes FROM cairn_payloads");
+    const payloads = await storeOf(cairn).query("SELECT count(*) AS n, sum(size) AS bytes FROM cairn_payloads");
     expect(Number(payloads.rows[0]!.n)).toBe(1);
     expect(Number(payloads.rows[0]!.bytes)).toBeLessThan(51_000);
-    const steps = await cairn.store().query("SELECT count(DISTINCT output_hash) AS n FROM cairn_steps WHERE run_id = 'repeat' AND output_hash IS NOT NULL");
+    const steps = await storeOf(cairn).query("SELECT count(DISTINCT output_hash) AS n FROM cairn_steps WHERE run_id = 'repeat' AND output_hash IS NOT NULL");
     expect(Number(steps.rows[0]!.n)).toBe(1);
   });
 
@@ -85,7 +86,7 @@ describe.each(BACKENDS)("storage semantics on $name", (backend) => {
     any.workflow("versioned", async () => "any ran");
     await any.launch();
     expect(await any.run("old").result()).toBe("any ran");
-    expect((await any.store().getRun("old"))?.appVersion).toBe("v1");
+    expect((await storeOf(any).getRun("old"))?.appVersion).toBe("v1");
   });
 
   it("lets in-flight runs keep the old path with ctx.patched while new runs take the new one", async () => {
@@ -112,7 +113,7 @@ describe.each(BACKENDS)("storage semantics on $name", (backend) => {
     await next.send("inflight", "continue", null);
     expect(await next.run("inflight").result()).toBe("old path");
     expect(await (await wf.start(undefined, { id: "fresh" })).result()).toBe("new path");
-    const kinds = (await next.store().loadJournal("fresh")).map((s) => s.kind);
+    const kinds = (await storeOf(next).loadJournal("fresh")).map((s) => s.kind);
     expect(kinds).toEqual(["step", "patch", "step"]);
   });
 });

@@ -3,6 +3,7 @@ import { TimeoutError } from "../../src/index.js";
 import { ManualClock } from "../../src/testing/index.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
+import { runtimeOf, storeOf } from "../../src/internal.js";
 
 describe.each(BACKENDS)("durable timers on $name", (backend) => {
   const env = cairnFactory(backend);
@@ -22,7 +23,7 @@ describe.each(BACKENDS)("durable timers on $name", (backend) => {
     await cairn.launch();
     const run = await wf.start(undefined, { id: "nap" });
     await eventually(async () => (await run.status()).status === "waiting");
-    expect((cairn as unknown as { executor: { loadedRunIds: string[] } }).executor.loadedRunIds).toEqual([]);
+    expect((runtimeOf(cairn) as unknown as { executor: { loadedRunIds: string[] } }).executor.loadedRunIds).toEqual([]);
     clock.advance(59_999);
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect((await run.status()).status).toBe("waiting");
@@ -50,7 +51,7 @@ describe.each(BACKENDS)("durable timers on $name", (backend) => {
     second.workflow("rest", body);
     await second.launch();
     // The second sleep's target was computed when it began, after the first one ended.
-    await eventually(async () => (await second.store().loadJournal("rest")).length === 2);
+    await eventually(async () => (await storeOf(second).loadJournal("rest")).length === 2);
     clock.advance(5_000);
     expect(await second.run("rest").result()).toBe("rested");
   });

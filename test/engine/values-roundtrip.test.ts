@@ -14,6 +14,7 @@ import { decodeThrown, decodeValue, encodeThrown, encodeValue } from "../../src/
 import { ManualClock } from "../../src/testing/index.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
+import { storeOf } from "../../src/internal.js";
 
 /** A user's error class with its own fields, registered so that it comes back as itself. */
 class PaymentDeclinedError extends Error {
@@ -227,7 +228,7 @@ describe.each(BACKENDS)("values and errors across replay on $name", (backend) =>
       const run = await wf.start(what, { id: `throws-${i}` });
       await expect(run.result()).rejects.toBe(what);
       expect((await run.status()).error).toBe(what);
-      const [row] = await cairn.store().loadJournal(`throws-${i}`);
+      const [row] = await storeOf(cairn).loadJournal(`throws-${i}`);
       expect(row?.status).toBe("failed");
       // The CLI reads name and message; they describe the value.
       expect(JSON.parse(row!.error!)).toMatchObject({ name: `thrown ${what === null ? "null" : typeof what}` });
@@ -254,7 +255,7 @@ describe.each(BACKENDS)("values and errors across replay on $name", (backend) =>
     await cairn.launch();
     const run = await wf.start(undefined, { id: "throws-undefined" });
     expect(await run.result()).toEqual({ threw: undefined });
-    const [row] = await cairn.store().loadJournal("throws-undefined");
+    const [row] = await storeOf(cairn).loadJournal("throws-undefined");
     expect(row?.status).toBe("failed");
     const fork = await cairn.fork("throws-undefined", { fromSeq: 1, id: "throws-undefined-replayed" });
     expect(await fork.result()).toEqual({ threw: undefined });

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { Cairn } from "../../src/index.js";
 import { doubledSteps, faultWorkers, readFaultLedger, scratchDir, sum } from "./fault-harness.js";
+import { storeOf } from "../../src/internal.js";
 
 /**
  * Two executors on one host and one SQLite file, one of them in its own pid namespace (what
@@ -47,7 +48,7 @@ describe.skipIf(!canUnshare)("executors in different pid namespaces (unshare --p
 
     const observer = new Cairn({ database, onError: () => undefined });
     try {
-      const runs = await observer.store().listRuns({ limit: 100 });
+      const runs = await storeOf(observer).listRuns({ limit: 100 });
       expect(runs).toHaveLength(2 * RUNS);
       const takenOver = runs.filter((r) => r.recoveries > 0).map((r) => r.id);
       const doubled = sum([...doubledSteps(readFaultLedger(ledger), "").values()]);

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { Cairn, PoisonRunError } from "../../src/index.js";
 import { BACKENDS } from "../backends.js";
 import { faultWorkers, readFaultLedger, scratchDir, type FaultWorker } from "./fault-harness.js";
+import { storeOf } from "../../src/internal.js";
 
 /**
  * A poison run: its second step SIGKILLs whatever process runs it, every time. Issue 8, point 10:
@@ -45,7 +46,7 @@ describe.each(BACKENDS)("a run that crashes its executor on every recovery, on $
 
       // `resume` re-enqueues it with a fresh allowance: the next executor takes it (and dies again).
       expect(await observer.resume(runId)).toBe(true);
-      const row = await observer.store().getRun(runId);
+      const row = await storeOf(observer).getRun(runId);
       expect(row?.recoveryBase).toBe(row?.recoveries);
       await worker.kill();
     } finally {
@@ -57,7 +58,7 @@ describe.each(BACKENDS)("a run that crashes its executor on every recovery, on $
 async function failed(observer: Cairn, runId: string, stop: () => boolean): Promise<"failed" | "stopped"> {
   for (;;) {
     if (stop()) return "stopped";
-    const run = await observer.store().getRun(runId);
+    const run = await storeOf(observer).getRun(runId);
     if (run?.status === "failed") return "failed";
     await new Promise((resolve) => setTimeout(resolve, 20));
   }

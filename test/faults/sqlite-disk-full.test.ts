@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { Cairn } from "../../src/index.js";
 import { doubledSteps, faultWorkers, readFaultLedger, scratchDir, sum } from "./fault-harness.js";
+import { storeOf } from "../../src/internal.js";
 
 /**
  * A write outage that clears by itself: the SQLite file lives on a small tmpfs that the test fills
@@ -79,7 +80,7 @@ describe.skipIf(!canMount)("SQLite on a tmpfs that fills while runs are in fligh
 
     const observer = new Cairn({ database, onError: () => undefined });
     try {
-      const runs = await observer.store().listRuns({ limit: 100 });
+      const runs = await storeOf(observer).listRuns({ limit: 100 });
       expect(runs.map((r) => r.status)).toEqual(new Array(RUNS).fill("succeeded"));
     } finally {
       await observer.shutdown();

@@ -9,6 +9,7 @@ import type { Cairn } from "../../src/index.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
 import { interpret, Observations, programs, shrinkCandidates, size, type Node, type Program } from "./program.js";
+import { storeOf } from "../../src/internal.js";
 
 /**
  * The replay fuzzer (FoundationDB-style simulation): seeded random programs — trees of
@@ -189,7 +190,7 @@ describe.each(BACKENDS)("replay fuzzer on $name", (backend) => {
         const diverged = observations.divergences.slice(liveDivergences).filter((d) => d.startsWith(`${id} `));
         const problem = results[i] ?? (diverged.length > 0 ? `replay differs from the killed process: ${diverged.join("; ")}` : null);
         if (problem === null) return { program, problem };
-        const journal = (await cairn.store().loadJournal(id)).map((r) => [r.seq, r.kind, r.name, r.status, r.storedPath, r.completion]);
+        const journal = (await storeOf(cairn).loadJournal(id)).map((r) => [r.seq, r.kind, r.name, r.status, r.storedPath, r.completion]);
         return { program, problem: `${problem}\njournal: ${JSON.stringify(journal)}` };
       }),
     );

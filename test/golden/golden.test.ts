@@ -5,6 +5,7 @@ import type { StepRow } from "../../src/store/store.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory } from "../harness.js";
 import { registerGolden } from "./golden-workflow.js";
+import { storeOf } from "../../src/internal.js";
 
 /**
  * Determinism as a tested contract. `golden-journal.json` is the journal of one run of the golden
@@ -31,8 +32,8 @@ describe.each(BACKENDS)("golden journal on $name", (backend) => {
     await cairn.launch();
     const run = await wf.start({ customer: "ada", amount: 12_345_678_901_234_567_890n }, { id: "golden-run" });
     await run.result();
-    const row = await cairn.store().getRun("golden-run");
-    const steps = await cairn.store().loadJournal("golden-run");
+    const row = await storeOf(cairn).getRun("golden-run");
+    const steps = await storeOf(cairn).loadJournal("golden-run");
     const golden: Golden = { input: row!.input, output: row!.output!, steps };
     writeFileSync(GOLDEN, `${JSON.stringify(golden, null, 2)}\n`);
   });
@@ -42,8 +43,8 @@ describe.each(BACKENDS)("golden journal on $name", (backend) => {
     const cairn = env.cairn(await env.database());
     const executed: string[] = [];
     registerGolden(cairn, (what) => executed.push(what));
-    await cairn.store().migrate();
-    await cairn.store().commit(null, [
+    await storeOf(cairn).migrate();
+    await storeOf(cairn).commit(null, [
       {
         type: "run",
         run: {

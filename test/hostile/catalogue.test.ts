@@ -18,6 +18,7 @@ import { validateOperationName } from "../../src/engine/names.js";
 import { BACKENDS, type Backend } from "../backends.js";
 import { cli, expectOneLineError } from "../cli/cli.js";
 import { cairnFactory } from "../harness.js";
+import { storeOf } from "../../src/internal.js";
 
 /**
  * A catalogue of bad inputs, each with the error it must give — values, names, ids, topics, options,
@@ -108,14 +109,14 @@ const API_CASES: ApiCase[] = [
   { name: "delete: limit 0", act: (f) => f.cairn.runs.delete({ limit: 0 }), error: InvalidSpecError, message: /invalid limit: 0/ },
   { name: "delete: NUL id", act: (f) => f.cairn.runs.delete({ ids: ["\u0000"] }), error: InvalidSpecError, message: /invalid runId/ },
   // operator SQL
-  { name: "sql: empty", act: (f) => f.cairn.store().operatorQuery(""), error: InvalidSpecError, message: /invalid sql: "" — the query is empty/ },
-  { name: "sql: a write", act: (f) => f.cairn.store().operatorQuery("DELETE FROM cairn_runs"), error: PermissionDeniedError, message: /refused: cairn sql only reads/ },
-  { name: "sql: two statements", act: (f) => f.cairn.store().operatorQuery("SELECT 1; DELETE FROM cairn_runs"), error: PermissionDeniedError, message: /one statement at a time/ },
-  { name: "sql: timeout 0", act: (f) => f.cairn.store().operatorQuery("SELECT 1", { timeoutMs: 0 }), error: InvalidSpecError, message: /invalid timeoutMs: 0/ },
+  { name: "sql: empty", act: (f) => storeOf(f.cairn).operatorQuery(""), error: InvalidSpecError, message: /invalid sql: "" — the query is empty/ },
+  { name: "sql: a write", act: (f) => storeOf(f.cairn).operatorQuery("DELETE FROM cairn_runs"), error: PermissionDeniedError, message: /refused: cairn sql only reads/ },
+  { name: "sql: two statements", act: (f) => storeOf(f.cairn).operatorQuery("SELECT 1; DELETE FROM cairn_runs"), error: PermissionDeniedError, message: /one statement at a time/ },
+  { name: "sql: timeout 0", act: (f) => storeOf(f.cairn).operatorQuery("SELECT 1", { timeoutMs: 0 }), error: InvalidSpecError, message: /invalid timeoutMs: 0/ },
   {
     name: "sql: runaway query",
     act: (f) =>
-      f.cairn.store().operatorQuery("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c", { timeoutMs: 300 }),
+      storeOf(f.cairn).operatorQuery("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c", { timeoutMs: 300 }),
     error: TimeoutError,
     message: /ran past its 300 ms timeout/,
   },
@@ -204,12 +205,12 @@ describe.each(BACKENDS)("a catalogue of bad inputs on $name", (backend) => {
     }
     expect(failures).toEqual([]);
     // Nothing was written by a refused input, and the bad names poisoned nothing: new work runs.
-    const runs = await cairn.store().select<{ id: string }>("SELECT id FROM cairn_runs ORDER BY id");
+    const runs = await storeOf(cairn).select<{ id: string }>("SELECT id FROM cairn_runs ORDER BY id");
     expect(runs.map((r) => r.id)).toEqual(["done", "waiting"]);
     expect(await (await echo.start("after", { id: "after" })).result()).toBe("after");
     const boundary = "b".repeat(MAX_NAME_LENGTH);
     expect(await (await echo.start("edge", { id: boundary })).result()).toBe("edge");
-    expect((await cairn.store().getRun(boundary))?.id).toBe(boundary);
+    expect((await storeOf(cairn).getRun(boundary))?.id).toBe(boundary);
     const emoji = await echo.start("😀", { id: "emoji-😀" });
     expect(await emoji.result()).toBe("😀");
   });
@@ -232,7 +233,7 @@ describe.each(BACKENDS)("a catalogue of bad inputs on $name", (backend) => {
         throw new Error(`${c.name}: ${(error as Error).message}\n${result.stderr}`);
       }
     }
-    expect((await cairn.store().getRun("waiting"))?.status).toBe("waiting");
+    expect((await storeOf(cairn).getRun("waiting"))?.status).toBe("waiting");
   });
 });
 

@@ -5,6 +5,7 @@ import type { Store } from "../../src/store/store.js";
 import { ManualClock } from "../../src/testing/index.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
+import { storeOf } from "../../src/internal.js";
 
 /** Every table keyed by run id, with its run column. */
 const RUN_TABLES: [string, string][] = [
@@ -90,7 +91,7 @@ describe.each(BACKENDS)("retention on $name", (backend) => {
     await (await big.start("b", { id: "b" })).result();
     const fork = await cairn.fork("a", { fromSeq: 2, id: "a-fork" });
     await fork.result();
-    const store = cairn.store();
+    const store = storeOf(cairn);
     // A model call of run a and one of run b name the same prompt message by hash.
     const message = "m".repeat(300);
     const hash = hashText(message);
@@ -136,7 +137,7 @@ describe.each(BACKENDS)("retention on $name", (backend) => {
     await cairn.launch();
     const waiting = await waiter.start(undefined, { id: "w" });
     const p = await parent.start("p", { id: "p" });
-    await eventually(async () => (await cairn.store().getRun("p-kid"))?.status === "succeeded");
+    await eventually(async () => (await storeOf(cairn).getRun("p-kid"))?.status === "succeeded");
     await eventually(async () => (await waiting.status()).status === "waiting");
 
     const refused = await cairn.runs.delete({ ids: ["w", "p", "p-kid"] });
@@ -148,7 +149,7 @@ describe.each(BACKENDS)("retention on $name", (backend) => {
     await p.result();
     const all = await cairn.runs.delete({ status: "succeeded" });
     expect(all.runIds.sort()).toEqual(["p", "p-kid"]);
-    expect(await rowsOf(cairn.store(), ["p", "p-kid"])).toBe(0);
+    expect(await rowsOf(storeOf(cairn), ["p", "p-kid"])).toBe(0);
     expect((await waiting.status()).status).toBe("waiting");
     await expect(cairn.runs.delete({ status: "running" as never })).rejects.toThrow(InvalidSpecError);
     await expect(cairn.runs.delete({ ids: ["bad\u0000id"] })).rejects.toThrow(InvalidSpecError);
@@ -166,13 +167,13 @@ describe.each(BACKENDS)("retention on $name", (backend) => {
     await (await failing.start(undefined, { id: "f" })).result().catch(() => undefined);
     clock.advance(30_000);
     await new Promise((resolve) => setTimeout(resolve, 200));
-    expect(await count(cairn.store(), "SELECT count(*) AS n FROM cairn_runs")).toBe(6);
+    expect(await count(storeOf(cairn), "SELECT count(*) AS n FROM cairn_runs")).toBe(6);
     clock.advance(40_000);
-    await eventually(async () => (await count(cairn.store(), "SELECT count(*) AS n FROM cairn_runs")) === 1, 15_000);
-    expect((await cairn.store().getRun("f"))?.status).toBe("failed");
+    await eventually(async () => (await count(storeOf(cairn), "SELECT count(*) AS n FROM cairn_runs")) === 1, 15_000);
+    expect((await storeOf(cairn).getRun("f"))?.status).toBe("failed");
     clock.advance(60_000);
-    await eventually(async () => (await count(cairn.store(), "SELECT count(*) AS n FROM cairn_runs")) === 0, 15_000);
-    expect(await count(cairn.store(), "SELECT count(*) AS n FROM cairn_payloads")).toBe(0);
+    await eventually(async () => (await count(storeOf(cairn), "SELECT count(*) AS n FROM cairn_runs")) === 0, 15_000);
+    expect(await count(storeOf(cairn), "SELECT count(*) AS n FROM cairn_payloads")).toBe(0);
   });
 
   it("while runs keep writing a payload that deleted runs shared, none of them loses it", async () => {
@@ -199,8 +200,8 @@ describe.each(BACKENDS)("retention on $name", (backend) => {
     await deleting;
     deleted += (await cairn.runs.delete({ workflow: "big" })).runIds.length;
     expect(deleted).toBe(30);
-    for (let i = 0; i < 30; i++) await expectWholeJournal(cairn.store(), `k${i}`);
-    await expectNoDanglingHash(cairn.store());
+    for (let i = 0; i < 30; i++) await expectWholeJournal(storeOf(cairn), `k${i}`);
+    await expectNoDanglingHash(storeOf(cairn));
   });
 
   it("under concurrent forks of the run being deleted, every fork that exists has its whole journal", async () => {
@@ -223,14 +224,14 @@ describe.each(BACKENDS)("retention on $name", (backend) => {
       expect(deleted.runIds).toEqual([origin]);
       for (const id of made) {
         if (id === null) continue;
-        await expectWholeJournal(cairn.store(), id);
+        await expectWholeJournal(storeOf(cairn), id);
         await cairn.run(id).result();
       }
-      await expectNoDanglingHash(cairn.store());
+      await expectNoDanglingHash(storeOf(cairn));
     }
     // The forks share the origin's payloads; deleting them all leaves nothing behind.
-    const rest = (await cairn.store().select<{ id: string }>("SELECT id FROM cairn_runs")).map((r) => r.id);
+    const rest = (await storeOf(cairn).select<{ id: string }>("SELECT id FROM cairn_runs")).map((r) => r.id);
     await cairn.runs.delete({ ids: rest });
-    expect(await count(cairn.store(), "SELECT count(*) AS n FROM cairn_payloads")).toBe(0);
+    expect(await count(storeOf(cairn), "SELECT count(*) AS n FROM cairn_payloads")).toBe(0);
   });
 });

@@ -1,6 +1,7 @@
 import { Cairn } from "../../index.js";
 import type { ScratchDatabase } from "../scratch-databases.js";
 import { driveRuns, expectCount, expectLastStep, stepValue, STEPS_PER_RUN, type Arm, type Backend, type StepValue } from "./workload.js";
+import { storeOf } from "../../internal.js";
 
 /**
  * Cairn through its public API with default options, as an application runs it: `wf.start` then
@@ -27,7 +28,7 @@ export function cairnArm(backend: Backend, fresh: () => Promise<ScratchDatabase>
           const id = `run-${index}`;
           expectLastStep(await (await workflow.start(STEPS_PER_RUN, { id })).result(), id);
         });
-        const store = cairn.store();
+        const store = storeOf(cairn);
         expectCount("step rows", (await store.query("SELECT count(*) AS n FROM cairn_steps")).rows[0]?.n, runs * STEPS_PER_RUN);
         expectCount("succeeded runs", (await store.query("SELECT count(*) AS n FROM cairn_runs WHERE status = 'succeeded'")).rows[0]?.n, runs);
         if (errors.length > 0) throw new Error(`Cairn reported ${errors.length} background error(s)`, { cause: errors[0] });

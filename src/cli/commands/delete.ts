@@ -5,6 +5,7 @@ import type { Command } from "../command.js";
 import { withClient } from "../database.js";
 import { print, printJson } from "../output.js";
 import { dim } from "../style.js";
+import { storeOf } from "../../internal.js";
 
 const FINISHED: readonly FinishedStatus[] = ["succeeded", "failed", "cancelled"];
 /** Runs per transaction: short batches never stall the executors sharing the database. */
@@ -50,7 +51,7 @@ export const deleteCommand: Command = {
       const missed: string[] = [];
       for (const id of ids) {
         if (total.runIds.includes(id)) continue;
-        const status = (await cairn.store().getRun(id))?.status;
+        const status = (await storeOf(cairn).getRun(id))?.status;
         missed.push(status === undefined ? `no run "${id}"` : total.skipped.includes(id) ? `run ${id} has an unfinished descendant or ancestor` : `run ${id} is ${status}`);
       }
       return missed;

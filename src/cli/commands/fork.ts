@@ -3,6 +3,7 @@ import { CliError } from "../cli-error.js";
 import type { Command } from "../command.js";
 import { withClient } from "../database.js";
 import { print, printJson } from "../output.js";
+import { storeOf } from "../../internal.js";
 
 export const fork: Command = {
   name: "fork",
@@ -24,7 +25,7 @@ export const fork: Command = {
     if (id === "") throw new CliError("--id is empty", "give the new run a non-empty id, or leave --id out for a UUID");
     const handle = await withClient(database, async (cairn) => {
       // Checked here because forking onto an existing id is not refused by the store (see report).
-      if (id !== undefined && (await cairn.store().getRun(id)) !== undefined) {
+      if (id !== undefined && (await storeOf(cairn).getRun(id)) !== undefined) {
         throw new CliError(`a run with id "${id}" already exists`, "choose another --id, or leave it out for a UUID");
       }
       return cairn.fork(runId!, { fromSeq, ...(id === undefined ? {} : { id }) });

@@ -6,6 +6,7 @@ import { bold, dim, green, red } from "../style.js";
 import { euros } from "./narrator.js";
 import type { Kill } from "./demo-workers.js";
 import type { DemoRun } from "./run-demo.js";
+import { storeOf } from "../../internal.js";
 
 export interface TicketOutcome {
   runId: string;
@@ -49,7 +50,7 @@ export interface DemoVerdict {
  * once, except calls in flight at a kill, whose responses were never recorded.
  */
 export async function judge(demo: DemoRun): Promise<DemoVerdict> {
-  const store = demo.cairn.store();
+  const store = storeOf(demo.cairn);
   const ids = demo.tickets.map((t) => t.runId);
   const params = ids.map((_, i) => `$${i + 1}`).join(", ");
   const runs = await store.select<{ id: string; status: string }>(`SELECT id, status FROM cairn_runs WHERE id IN (${params})`, ids);
@@ -163,7 +164,7 @@ export async function printReport(demo: DemoRun, verdict: DemoVerdict): Promise<
       : red(`✖ ${verdict.problems.join("; ")}`),
   );
 
-  const store = demo.cairn.store();
+  const store = storeOf(demo.cairn);
   const shown = demo.kills.find((k) => k.after === "refund")?.runId ?? demo.tickets[0]!.runId;
   const cli = `node ${relative(process.cwd(), process.argv[1] ?? "dist/cli/main.js") || "dist/cli/main.js"}`;
   const db = `--database ${displayName(demo.database)}`;

@@ -16,6 +16,7 @@ import { JournalWatch } from "./journal-watch.js";
 import { Narrator } from "./narrator.js";
 import { PaymentService } from "./payment-service.js";
 import { DEMO_APP_VERSION, DEMO_PRICING, registerSupportAgent, TICKETS, type Ticket } from "./support-agent.js";
+import { storeOf } from "../../internal.js";
 
 export interface DemoOptions {
   /** Default: a fresh SQLite file in a new temporary directory. */
@@ -92,7 +93,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoRun> {
     const support = registerSupportAgent(client, { model: languageModel(model), payments, emit: () => undefined });
     for (const ticket of tickets) await support.start({ prompt: ticket.prompt }, { id: ticket.runId });
 
-    const watch = new JournalWatch(client.store(), runIds, (entry) => narrator.entry(entry));
+    const watch = new JournalWatch(storeOf(client), runIds, (entry) => narrator.entry(entry));
     journal = watch;
     watch.start();
     let approverError: unknown;
@@ -205,6 +206,6 @@ function asksForRefund(detail: string | null): boolean {
 }
 
 async function refundCheckpoints(cairn: Cairn, runId: string): Promise<number> {
-  const rows = await cairn.store().select<{ n: unknown }>("SELECT count(*) AS n FROM cairn_tool_calls WHERE run_id = $1 AND tool_name = 'refund'", [runId]);
+  const rows = await storeOf(cairn).select<{ n: unknown }>("SELECT count(*) AS n FROM cairn_tool_calls WHERE run_id = $1 AND tool_name = 'refund'", [runId]);
   return Number(rows[0]?.n ?? 0);
 }

@@ -4,6 +4,7 @@ import type { ApprovalDesk } from "../supervisor/approver.js";
 import { APP_VERSION } from "../worker/cairn-worker.js";
 import { slotOf, type Arm, type ArmSession, type PassContext } from "./arm.js";
 import { freshDatabase, postgresUnreachable, type ScratchDatabase } from "./scratch-postgres.js";
+import { storeOf } from "../../internal.js";
 
 export const APPROVER = "experiment-approver";
 
@@ -54,8 +55,7 @@ export function cairnArm(backend: "sqlite" | "postgres"): Arm {
           const at = key.lastIndexOf(":");
           const [runId, seq] = [key.slice(0, at), Number(key.slice(at + 1))];
           const started = performance.now();
-          const rows = await client
-            .store()
+          const rows = await storeOf(client)
             .select<{ model_seq: unknown; model_id: string | null; model_excerpt: string | null; tool_call_id: string }>(
               "SELECT model_seq, model_id, model_excerpt, tool_call_id FROM cairn_provenance WHERE run_id = $1 AND tool_seq = $2",
               [runId, seq],
@@ -104,7 +104,7 @@ function cairnDesk(client: Cairn): ApprovalDesk {
       await client.approvals.approve(runId, toolCallId, { by: APPROVER });
     },
     async requestCount() {
-      const [row] = await client.store().select<{ n: unknown }>("SELECT count(*) AS n FROM cairn_approvals WHERE kind = 'tool'");
+      const [row] = await storeOf(client).select<{ n: unknown }>("SELECT count(*) AS n FROM cairn_approvals WHERE kind = 'tool'");
       return Number(row?.n ?? 0);
     },
   };

@@ -21,6 +21,7 @@ import type { Marker } from "../markers.js";
 import { errorText, WorkerKit } from "./worker-kit.js";
 import type { WorkerConfig } from "./worker-config.js";
 import { billingTools, supportTools } from "./workload-tools.js";
+import { runtimeOf, storeOf } from "../../internal.js";
 
 /** Every process of the experiment records and recovers runs under this version. */
 export const APP_VERSION = "cairn-experiment";
@@ -73,7 +74,7 @@ async function awaitTask(cairn: Cairn, kit: WorkerKit, task: number): Promise<vo
   const runId = runIdOf(task);
   for (;;) {
     try {
-      const row = await cairn.waitForRun(runId);
+      const row = await runtimeOf(cairn).waitForRun(runId);
       if (row.status === "succeeded") {
         const output = await cairn.run<AgentOutput>(runId).result();
         kit.emit({ e: "task-done", task, text: output.text, t: Date.now() });
@@ -104,8 +105,8 @@ async function replay(cairn: Cairn, tasks: readonly number[]): Promise<Marker> {
     try {
       const original = await cairn.run<AgentOutput>(runId).result();
       const steps = async (id: string) =>
-        Number((await cairn.store().select<{ n: unknown }>("SELECT count(*) AS n FROM cairn_steps WHERE run_id = $1", [id]))[0]?.n ?? 0);
-      const [last] = await cairn.store().select<{ seq: unknown }>("SELECT max(seq) AS seq FROM cairn_steps WHERE run_id = $1", [runId]);
+        Number((await storeOf(cairn).select<{ n: unknown }>("SELECT count(*) AS n FROM cairn_steps WHERE run_id = $1", [id]))[0]?.n ?? 0);
+      const [last] = await storeOf(cairn).select<{ seq: unknown }>("SELECT max(seq) AS seq FROM cairn_steps WHERE run_id = $1", [runId]);
       const fork = await cairn.fork<AgentOutput>(runId, { fromSeq: Number(last?.seq ?? -1) + 1, id: `${runId}-replay` });
       const replayed = await Promise.race([
         fork.result(),

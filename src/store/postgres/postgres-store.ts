@@ -466,11 +466,11 @@ export class PostgresStore implements Store {
     return result.rows as Row[];
   }
 
-  async query(sql: string): Promise<QueryResult> {
+  async query(sql: string, params: unknown[] = []): Promise<QueryResult> {
     const client = await this.pool.connect();
     try {
       await client.query("BEGIN READ ONLY");
-      const result = await client.query<Record<string, unknown>>({ text: sql, queryMode: "extended" } as QueryConfig);
+      const result = await client.query<Record<string, unknown>>({ text: sql, values: params, queryMode: "extended" } as QueryConfig);
       return { columns: result.fields.map((f) => f.name), rows: result.rows };
     } catch (error) {
       if (sqlState(error) === "25006") {

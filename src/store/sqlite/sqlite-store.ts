@@ -398,13 +398,15 @@ export class SqliteStore implements Store {
     return this.prepared(q.text).all(...q.params) as Row[];
   }
 
-  async query(sql: string): Promise<QueryResult> {
-    const statement = this.db.prepare(sql);
+  async query(sql: string, params: unknown[] = []): Promise<QueryResult> {
+    // Without params the text goes to SQLite as it is (a `$` inside it is SQLite's business).
+    const q = params.length === 0 ? { text: sql, params } : positionalPlaceholders(sql, params);
+    const statement = this.db.prepare(q.text);
     if (!statement.readonly || !statement.reader) {
       throw new TypeError("only read-only queries (SELECT, WITH ... SELECT) are allowed here");
     }
     const columns = statement.columns().map((c) => c.name);
-    const rows = statement.all() as Record<string, unknown>[];
+    const rows = statement.all(...q.params) as Record<string, unknown>[];
     return { columns, rows };
   }
   operatorQuery(sql: string, options: OperatorQueryOptions = {}): Promise<QueryResult> {
