@@ -6,7 +6,7 @@ import { agentBody, validateAgentSpec, type Agent, type AgentSpec } from "./ai/a
 import { agentContext, type AgentContext, type AgentSettings } from "./ai/agent-context.js";
 import { readStream, type StreamChunk } from "./ai/stream-chunks.js";
 import { fromToolLoopAgent, isToolLoopAgent, type CairnAgentOptions } from "./ai/tool-loop-agent.js";
-import { CairnRuntime, type CairnOptions, type ForkOptions, type SendOptions } from "./engine/cairn.js";
+import { CairnRuntime, type CairnOptions, type ForkOptions, type SendOptions } from "./scheduler/runtime.js";
 import type { RunHandle } from "./engine/run-handle.js";
 import type { Workflow, WorkflowOptions } from "./engine/workflow.js";
 import { attachRuntime } from "./internal.js";

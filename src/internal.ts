@@ -1,5 +1,5 @@
 import type { Store } from "./store/store.js";
-import type { CairnRuntime } from "./engine/cairn.js";
+import type { CairnRuntime } from "./scheduler/runtime.js";
 
 /**
  * The non-public route to a `Cairn`'s layers, for the CLI, the tools and the tests: the public

@@ -12,5 +12,4 @@ export type { ApprovalDecision, Permission, PermissionDecision, Permissions } fr
 export type { PendingApproval } from "./approvals.js";
 export type { Pricing } from "./pricing.js";
 export type { RecordedModelOptions } from "./recorded-model.js";
-export { startMockLlm } from "./mock-llm/server.js";
 export type { StreamChunk, StreamChunkKind } from "./stream-chunks.js";

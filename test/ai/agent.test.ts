@@ -3,7 +3,7 @@ import { jsonSchema, tool } from "ai";
 import { afterEach, describe, expect, it } from "vitest";
 import { BudgetExceededError, type Cairn } from "../../src/index.js";
 import { idempotencyKey } from "../../src/ai/index.js";
-import { REFUND_SCRIPT, startMockLlm, type MockLlm } from "../../src/ai/mock-llm/index.js";
+import { REFUND_SCRIPT, startMockLlm, type MockLlm } from "../../src/testing/mock-llm/index.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
 import { storeOf } from "../../src/internal.js";

@@ -16,7 +16,7 @@ import {
   parseMockScript,
   REFUND_SCRIPT,
   startMockLlm,
-} from "../../src/ai/mock-llm/index.js";
+} from "../../src/testing/mock-llm/index.js";
 import { InvalidSpecError } from "../../src/index.js";
 import { cli, expectOneLineError } from "../cli/cli.js";
 

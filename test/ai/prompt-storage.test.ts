@@ -2,7 +2,7 @@ import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { generateText, type ModelMessage } from "ai";
 import { afterEach, describe, expect, it } from "vitest";
 import { expandPromptMessages } from "../../src/ai/model-call-record.js";
-import { startMockLlm, type MockLlm } from "../../src/ai/mock-llm/index.js";
+import { startMockLlm, type MockLlm } from "../../src/testing/mock-llm/index.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory } from "../harness.js";
 import { storeOf } from "../../src/internal.js";

@@ -1,7 +1,7 @@
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { streamText } from "ai";
 import { afterEach, describe, expect, it } from "vitest";
-import { startMockLlm, type MockLlm } from "../../src/ai/mock-llm/index.js";
+import { startMockLlm, type MockLlm } from "../../src/testing/mock-llm/index.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
 import { storeOf } from "../../src/internal.js";

@@ -2,7 +2,7 @@ import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { jsonSchema, tool } from "ai";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Cairn } from "../../src/index.js";
-import { REFUND_SCRIPT, startMockLlm, type MockLlm } from "../../src/ai/mock-llm/index.js";
+import { REFUND_SCRIPT, startMockLlm, type MockLlm } from "../../src/testing/mock-llm/index.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
 import { cli, expectOk, expectOneLineError } from "./cli.js";

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Cairn } from "../../src/index.js";
-import { REFUND_SCRIPT, startMockLlm, type LoggedRequest, type MockLlm, type MockScript } from "../../src/ai/mock-llm/index.js";
+import { REFUND_SCRIPT, startMockLlm, type LoggedRequest, type MockLlm, type MockScript } from "../../src/testing/mock-llm/index.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
 import { Worker } from "./crash-harness.js";

@@ -1,4 +1,4 @@
-import { type LoggedRequest, loadMockScript, type MockLlm, startMockLlm } from "../../ai/mock-llm/index.js";
+import { type LoggedRequest, loadMockScript, type MockLlm, startMockLlm } from "../../testing/mock-llm/index.js";
 import { integerOption, positionals, stringOption } from "../args.js";
 import { CliError } from "../cli-error.js";
 import type { Command } from "../command.js";
@@ -14,7 +14,7 @@ export const mockLlm: Command = {
   summary: "serve a scripted OpenAI-compatible model on 127.0.0.1, for tests and demos",
   help: [
     "--port N            the port (default 4010; 0 takes any free port)",
-    "--script <file>     the rules that decide each answer, as JSON (format: src/ai/mock-llm/script.ts);",
+    "--script <file>     the rules that decide each answer, as JSON (format: src/testing/mock-llm/script.ts);",
     "                    default builtin:refund, a support agent that looks up an order, then refunds it",
     "--latency-ms N      wait N ms before every answer (overrides the script's latencyMs)",
     "--log <file>        append every request, as one JSON line, to <file>",

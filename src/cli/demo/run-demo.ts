@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Cairn } from "../../index.js";
-import { REFUND_SCRIPT, startMockLlm, type MockLlm } from "../../ai/mock-llm/index.js";
+import { REFUND_SCRIPT, startMockLlm, type MockLlm } from "../../testing/mock-llm/index.js";
 import { CliError } from "../cli-error.js";
 import { displayName, isPostgres } from "../database.js";
 import { print } from "../output.js";

@@ -1,4 +1,4 @@
-import type { MockScript } from "./script.js";
+import type { MockScript } from "./script-types.js";
 
 /**
  * A refund-support agent, for the demo and the benchmarks: the user asks to refund order N (any

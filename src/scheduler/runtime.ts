@@ -3,17 +3,17 @@ import { CairnError, CancelledError, InvalidSpecError, RunNotFoundError, Timeout
 import { openStore } from "../store/open-store.js";
 import { TERMINAL_STATUSES, type QueryResult, type RunRow, type Store } from "../store/store.js";
 import { retryTransient } from "../store/transient.js";
-import { systemClock, type Clock } from "./clock.js";
-import type { WorkflowContext } from "./context.js";
+import { systemClock, type Clock } from "../engine/clock.js";
+import type { WorkflowContext } from "../engine/context.js";
 import { Executor } from "./executor.js";
-import { assertUserSend } from "./reserved-topics.js";
+import { assertUserSend } from "../engine/reserved-topics.js";
 import { deleteRuns, RetentionPolicy, type RetentionOptions } from "./retention-policy.js";
 import type { DeletedRuns, RunDeleteFilter } from "../store/retention.js";
-import { validateName, validateRunId, validateTopic, validateWorkflowName } from "./names.js";
-import { RunHandle, type RunHost } from "./run-handle.js";
-import { DEFAULT_REPLAY_STALL_MS, type WorkflowFunction } from "./run-execution.js";
-import { errorText, fromStored, toStored } from "./values.js";
-import { Workflow, type WorkflowHost, type WorkflowOptions } from "./workflow.js";
+import { validateName, validateRunId, validateTopic, validateWorkflowName } from "../engine/names.js";
+import { RunHandle, type RunHost } from "../engine/run-handle.js";
+import { DEFAULT_REPLAY_STALL_MS, type WorkflowFunction } from "../engine/run-execution.js";
+import { errorText, fromStored, toStored } from "../engine/values.js";
+import { Workflow, type WorkflowHost, type WorkflowOptions } from "../engine/workflow.js";
 
 export interface CairnOptions {
   /** A SQLite file path (default "cairn.db", or $CAIRN_DATABASE) or a postgres:// URL. */

@@ -1,8 +1,8 @@
 import { InvalidSpecError } from "../errors.js";
 import type { DeletedRuns, RunDeleteFilter } from "../store/retention.js";
 import type { Store } from "../store/store.js";
-import type { Clock } from "./clock.js";
-import { validateRunId } from "./names.js";
+import type { Clock } from "../engine/clock.js";
+import { validateRunId } from "../engine/names.js";
 
 /**
  * How long finished runs are kept (`new Cairn({ retention })`). Without it nothing is deleted.

@@ -4,10 +4,10 @@ import { CairnError, PoisonRunError } from "../errors.js";
 import type { DeadExecutor, ExecutorRow, RunRow, Store } from "../store/store.js";
 import { backoffMs, isTransientStoreError } from "../store/transient.js";
 import { pidNamespace } from "./pid-namespace.js";
-import type { Clock } from "./clock.js";
-import { RunExecution, type ExecutionHost, type WorkflowFunction } from "./run-execution.js";
-import { errorText } from "./values.js";
-import { setLongTimeout, type LongTimeout } from "./long-timeout.js";
+import type { Clock } from "../engine/clock.js";
+import { RunExecution, type ExecutionHost, type WorkflowFunction } from "../engine/run-execution.js";
+import { errorText } from "../engine/values.js";
+import { setLongTimeout, type LongTimeout } from "../engine/long-timeout.js";
 
 export interface ExecutorOptions {
   appVersion: string;

@@ -64,53 +64,8 @@ import { InvalidSpecError } from "../../errors.js";
 import { BUILTIN_SCRIPTS } from "./builtin-scripts.js";
 import { checkTemplate } from "./template.js";
 
-export type MessageRole = "system" | "user" | "assistant" | "tool";
-
-export interface MockMatch {
-  lastRole?: MessageRole;
-  contains?: string;
-  promptContains?: string;
-  promptMatches?: string;
-  turn?: number;
-  model?: string;
-  hasToolResultFor?: string;
-}
-
-export interface MockToolCall {
-  name: string;
-  arguments: Record<string, unknown>;
-  id?: string;
-}
-
-export interface MockUsage {
-  promptTokens?: number;
-  completionTokens?: number;
-}
-
-export interface MockReply {
-  content?: string;
-  toolCalls?: MockToolCall[];
-  usage?: MockUsage;
-}
-
-export interface MockFault {
-  status?: number;
-  delayMs?: number;
-  malformed?: boolean;
-  times?: number;
-}
-
-export interface MockRule {
-  match?: MockMatch;
-  reply?: MockReply;
-  fault?: MockFault;
-}
-
-export interface MockScript {
-  latencyMs?: number;
-  rules: MockRule[];
-  default?: MockReply;
-}
+export type { MessageRole, MockFault, MockMatch, MockReply, MockRule, MockScript, MockToolCall, MockUsage } from "./script-types.js";
+import type { MessageRole, MockFault, MockMatch, MockReply, MockRule, MockScript, MockToolCall } from "./script-types.js";
 
 const ROLES: readonly MessageRole[] = ["system", "user", "assistant", "tool"];
 const BUILTIN_PREFIX = "builtin:";
