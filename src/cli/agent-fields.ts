@@ -1,19 +1,4 @@
-import type { Store } from "../store/store.js";
-
-/**
- * The agent tables (cairn_model_calls, cairn_tool_calls, cairn_approvals, the cairn_costs view)
- * arrived with schema version 2. The CLI never migrates, so a database last opened by an older
- * Cairn has none of them: the agent parts of `show` and `why` are then left out, not an error.
- */
-export async function hasAgentTables(store: Store): Promise<boolean> {
-  const [row] = await store.select<{ v: unknown }>("SELECT MAX(version) AS v FROM cairn_migrations");
-  return Number(row?.v ?? 0) >= 2;
-}
-
-/** A BIGINT or a count as a number: PostgreSQL returns them as strings. */
-export function num(value: unknown): number {
-  return value === null || value === undefined ? 0 : Number(value);
-}
+/** Money and tokens as the CLI prints them (the numbers come from src/observe/). */
 
 /** US dollars to two significant digits, never in exponent form: `$0.0000072`, `$0.50`, `$12.30`. */
 export function formatUsd(usd: number): string {

@@ -4,7 +4,7 @@ import { CliError } from "./cli-error.js";
 import { withClient } from "./database.js";
 import { runtimeOf } from "../internal.js";
 import { formatTime, print, printJson } from "./output.js";
-import { isFinished } from "./run-fields.js";
+import { isFinished } from "../observe/runs.js";
 import { dim } from "./style.js";
 
 /** What `cairn approve` and `cairn deny` decide. */

@@ -6,6 +6,7 @@ import { withClient } from "../database.js";
 import { print, printJson } from "../output.js";
 import { dim } from "../style.js";
 import { storeOf } from "../../internal.js";
+import { findRun } from "../../observe/runs.js";
 
 const FINISHED: readonly FinishedStatus[] = ["succeeded", "failed", "cancelled"];
 /** Runs per transaction: short batches never stall the executors sharing the database. */
@@ -51,7 +52,7 @@ export const deleteCommand: Command = {
       const missed: string[] = [];
       for (const id of ids) {
         if (total.runIds.includes(id)) continue;
-        const status = (await storeOf(cairn).getRun(id))?.status;
+        const status = (await findRun(storeOf(cairn), id))?.status;
         missed.push(status === undefined ? `no run "${id}"` : total.skipped.includes(id) ? `run ${id} has an unfinished descendant or ancestor` : `run ${id} is ${status}`);
       }
       return missed;

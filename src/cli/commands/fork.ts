@@ -4,6 +4,7 @@ import type { Command } from "../command.js";
 import { withClient } from "../database.js";
 import { print, printJson } from "../output.js";
 import { storeOf } from "../../internal.js";
+import { findRun } from "../../observe/runs.js";
 
 export const fork: Command = {
   name: "fork",
@@ -25,7 +26,7 @@ export const fork: Command = {
     if (id === "") throw new CliError("--id is empty", "give the new run a non-empty id, or leave --id out for a UUID");
     const handle = await withClient(database, async (cairn) => {
       // Checked here because forking onto an existing id is not refused by the store (see report).
-      if (id !== undefined && (await storeOf(cairn).getRun(id)) !== undefined) {
+      if (id !== undefined && (await findRun(storeOf(cairn), id)) !== undefined) {
         throw new CliError(`a run with id "${id}" already exists`, "choose another --id, or leave it out for a UUID");
       }
       return cairn.fork(runId!, { fromSeq, ...(id === undefined ? {} : { id }) });

@@ -4,7 +4,7 @@ import { CliError } from "../cli-error.js";
 import type { Command } from "../command.js";
 import { withReadStore } from "../database.js";
 import { formatDuration, formatTime, print, printJson, table } from "../output.js";
-import { isFinished, runDurationMs, runJson } from "../run-fields.js";
+import { isFinished, listRuns, runDurationMs, runJson } from "../../observe/runs.js";
 import { dim, status } from "../style.js";
 
 const STATUSES: readonly RunStatus[] = ["enqueued", "running", "waiting", "succeeded", "failed", "cancelled"];
@@ -29,7 +29,7 @@ export const runs: Command = {
     const limit = integerOption(args, "limit", 1) ?? DEFAULT_LIMIT;
     const workflow = stringOption(args, "workflow");
     const rows = await withReadStore(database, (store) =>
-      store.listRuns({
+      listRuns(store, {
         limit,
         ...(wanted === undefined ? {} : { status: wanted as RunStatus }),
         ...(workflow === undefined ? {} : { workflow }),

@@ -1,7 +1,8 @@
 import { integerOption, positionals } from "../args.js";
 import type { Command } from "../command.js";
 import { withReadStore } from "../database.js";
-import { DEFAULT_JOURNAL_LIMIT, loadRunView, printRunView, runViewJson } from "../journal-view.js";
+import { DEFAULT_JOURNAL_LIMIT, loadRunView, runViewJson } from "../../observe/journal.js";
+import { printRunView } from "../journal-view.js";
 import { printJson } from "../output.js";
 
 export const show: Command = {

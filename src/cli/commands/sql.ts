@@ -1,5 +1,5 @@
 import { CairnError, InvalidSpecError, PermissionDeniedError, TimeoutError } from "../../errors.js";
-import { DEFAULT_OPERATOR_QUERY_TIMEOUT_MS } from "../../store/operator-query.js";
+import { DEFAULT_OPERATOR_QUERY_TIMEOUT_MS, operatorQuery } from "../../observe/sql.js";
 import { integerOption, positionals } from "../args.js";
 import { CliError, oneLine } from "../cli-error.js";
 import type { Command } from "../command.js";
@@ -27,7 +27,7 @@ export const sql: Command = {
     const timeoutMs = integerOption(args, "timeout", 1) ?? DEFAULT_OPERATOR_QUERY_TIMEOUT_MS;
     const result = await withReadStore(database, async (store) => {
       try {
-        return await store.operatorQuery(text!, { timeoutMs });
+        return await operatorQuery(store, text!, { timeoutMs });
       } catch (error) {
         throw queryFailure(error);
       }

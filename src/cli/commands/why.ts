@@ -3,7 +3,8 @@ import { CliError } from "../cli-error.js";
 import type { Command } from "../command.js";
 import { withReadStore } from "../database.js";
 import { print, printJson } from "../output.js";
-import { loadProvenance, provenanceJson, renderProvenance } from "../provenance.js";
+import { loadProvenance, NoSuchStepError, provenanceJson } from "../../observe/provenance.js";
+import { renderProvenance } from "../provenance.js";
 
 export const why: Command = {
   name: "why",
@@ -19,7 +20,9 @@ export const why: Command = {
   async run({ args, database, json }) {
     const [runId, seqText] = positionals(args, ["runId", "seq"], "why");
     const seq = parseSeq(seqText!);
-    const chain = await withReadStore(database, (store) => loadProvenance(store, runId!, seq));
+    const chain = await withReadStore(database, (store) => loadProvenance(store, runId!, seq)).catch((error: unknown) => {
+      throw error instanceof NoSuchStepError ? noSuchStep(error) : error;
+    });
     if (json) return printJson(provenanceJson(runId!, seq, chain));
     print(renderProvenance(runId!, seq, chain));
   },
@@ -31,4 +34,9 @@ function parseSeq(text: string): number {
     throw new CliError(`<seq> must be an integer ≥ 0, not "${text}"`, "take it from the SEQ column of `cairn show <runId>`");
   }
   return seq;
+}
+
+function noSuchStep({ runId, seq, lastSeq }: NoSuchStepError): CliError {
+  const range = lastSeq === null ? "it has no steps yet" : `its steps are seq 0 to ${lastSeq}`;
+  return new CliError(`run ${runId} has no step at seq ${seq}`, `${range}; list them with \`cairn show ${runId}\``);
 }

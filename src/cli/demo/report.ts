@@ -1,5 +1,6 @@
 import { relative } from "node:path";
-import { formatUsd, num } from "../agent-fields.js";
+import { num } from "../../observe/agent-tables.js";
+import { formatUsd } from "../agent-fields.js";
 import { displayName } from "../database.js";
 import { print, renderCell, table } from "../output.js";
 import { bold, dim, green, red } from "../style.js";
