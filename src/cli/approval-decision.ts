@@ -4,7 +4,8 @@ import { CliError } from "./cli-error.js";
 import { withClient } from "./database.js";
 import { runtimeOf } from "../internal.js";
 import { formatTime, print, printJson } from "./output.js";
-import { isFinished } from "../observe/runs.js";
+import { findApproval } from "../observe/approvals.js";
+import { findRun, isFinished } from "../observe/runs.js";
 import { dim } from "./style.js";
 
 /** What `cairn approve` and `cairn deny` decide. */
@@ -12,13 +13,6 @@ export interface Decision {
   approved: boolean;
   by: string;
   reason: string | null;
-}
-
-interface ApprovalRow {
-  tool_name: string;
-  status: string;
-  decided_by: string | null;
-  decided_at: unknown;
 }
 
 /** `--by`, else $USER, else "cli": who decided, as recorded with the decision. */
@@ -38,32 +32,29 @@ export function deciderOf(args: ParsedArgs): string {
 export async function decide(database: string, runId: string, toolCallId: string, decision: Decision, json: boolean): Promise<void> {
   const { toolName, run } = await withClient(database, async (cairn) => {
     const store = await runtimeOf(cairn).readyStore();
-    const run = await store.getRun(runId);
+    const run = await findRun(store, runId);
     if (run === undefined) throw new RunNotFoundError(runId);
     if (run.status === "cancelled") {
       throw new CliError(`run ${runId} is cancelled: its approval requests are withdrawn`, `resume it first (\`cairn resume ${runId}\`), then decide`);
     }
-    const [row] = await store.select<ApprovalRow>(
-      "SELECT tool_name, status, decided_by, decided_at FROM cairn_approvals WHERE run_id = $1 AND tool_call_id = $2",
-      [runId, toolCallId],
-    );
+    const row = await findApproval(store, runId, toolCallId);
     if (row === undefined) {
       throw new CliError(`run ${runId} has no approval request for tool call ${toolCallId}`, `list the pending ones with \`cairn approvals --run ${runId}\``);
     }
     if (row.status === "cancelled") {
-      throw new CliError(`tool call ${toolCallId} (${row.tool_name}) in run ${runId} was withdrawn when the run was cancelled`, `resume the run first (\`cairn resume ${runId}\`), then decide`);
+      throw new CliError(`tool call ${toolCallId} (${row.toolName}) in run ${runId} was withdrawn when the run was cancelled`, `resume the run first (\`cairn resume ${runId}\`), then decide`);
     }
     if (row.status !== "pending") {
-      const by = row.decided_by === null ? "" : ` by ${row.decided_by}`;
-      const at = row.decided_at === null ? "" : ` at ${formatTime(Number(row.decided_at))}`;
+      const by = row.decidedBy === null ? "" : ` by ${row.decidedBy}`;
+      const at = row.decidedAt === null ? "" : ` at ${formatTime(row.decidedAt)}`;
       throw new CliError(
-        `tool call ${toolCallId} (${row.tool_name}) in run ${runId} was already ${row.status}${by}${at}`,
+        `tool call ${toolCallId} (${row.toolName}) in run ${runId} was already ${row.status}${by}${at}`,
         `a decision is final; see what followed with \`cairn show ${runId}\``,
       );
     }
     if (decision.approved) await cairn.approvals.approve(runId, toolCallId, { by: decision.by });
     else await cairn.approvals.deny(runId, toolCallId, { by: decision.by, ...(decision.reason === null ? {} : { reason: decision.reason }) });
-    return { toolName: row.tool_name, run };
+    return { toolName: row.toolName, run };
   });
   const verb = decision.approved ? "approved" : "denied";
   if (json) return printJson({ runId, toolCallId, toolName, decision: verb, by: decision.by, reason: decision.reason });
