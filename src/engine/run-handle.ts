@@ -22,30 +22,35 @@ export interface RunHost {
 
 /** A handle on a run, from `workflow.start`, `cairn.run(id)` or `cairn.fork`. */
 export class RunHandle<Output = unknown> {
+  // Hash-private: a handle is handed to users, and its host (the runtime) must not be reachable through it.
+  readonly #host: RunHost;
+
   constructor(
-    private readonly cairn: RunHost,
+    host: RunHost,
     readonly id: string,
-  ) {}
+  ) {
+    this.#host = host;
+  }
 
   async status(): Promise<RunStatusInfo> {
-    const run = await this.cairn.readRun(this.id);
+    const run = await this.#host.readRun(this.id);
     return run.error !== null && run.status !== "succeeded" ? { status: run.status, error: errorFromText(run.error) } : { status: run.status };
   }
 
   /** Resolves with the run's output once it succeeds; rejects with its error if it fails or is cancelled. */
   async result(): Promise<Output> {
-    const run = await this.cairn.waitForRun(this.id);
+    const run = await this.#host.waitForRun(this.id);
     if (run.status === "succeeded") return fromStored(run.output) as Output;
     throw errorFromText(run.error ?? '{"name":"Error","message":"run ended without an error record"}');
   }
 
   /** Cancels the run and its descendants; a running run stops at its next step boundary. */
   async cancel(): Promise<string[]> {
-    return this.cairn.cancel(this.id);
+    return this.#host.cancel(this.id);
   }
 
   /** Continues a failed or cancelled run from its journal. */
   async resume(): Promise<boolean> {
-    return this.cairn.resume(this.id);
+    return this.#host.resume(this.id);
   }
 }

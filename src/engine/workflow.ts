@@ -26,12 +26,19 @@ export interface WorkflowHost {
 export class Workflow<Input, Output> implements ChildWorkflow<Input, Output> {
   declare readonly __types?: { input: Input; output: Output };
 
+  // Hash-private: a Workflow is handed to users, and its host (the runtime) must not be reachable through it.
+  readonly #host: WorkflowHost;
+  readonly #options: WorkflowOptions<Input>;
+
   constructor(
-    private readonly host: WorkflowHost,
+    host: WorkflowHost,
     readonly name: string,
     readonly fn: (ctx: WorkflowContext, input: Input) => Promise<Output>,
-    private readonly options: WorkflowOptions<Input>,
-  ) {}
+    options: WorkflowOptions<Input>,
+  ) {
+    this.#host = host;
+    this.#options = options;
+  }
 
   /**
    * Starts a run and returns its handle once the run's row is committed.
@@ -46,7 +53,7 @@ export class Workflow<Input, Output> implements ChildWorkflow<Input, Output> {
     if (options.timeoutMs !== undefined && (!Number.isFinite(options.timeoutMs) || options.timeoutMs <= 0)) {
       throw new InvalidSpecError("timeoutMs", options.timeoutMs, "must be a number of milliseconds > 0");
     }
-    const value = this.options.input === undefined ? input : await validateInput(this.options.input, input, `input of workflow "${this.name}"`);
-    return (await this.host.startRun(this.name, id, value, options.timeoutMs)) as RunHandle<Output>;
+    const value = this.#options.input === undefined ? input : await validateInput(this.#options.input, input, `input of workflow "${this.name}"`);
+    return (await this.#host.startRun(this.name, id, value, options.timeoutMs)) as RunHandle<Output>;
   }
 }

@@ -43,6 +43,10 @@ describe("the public Cairn", () => {
       // The internal route reaches the runtime behind this instance, and only for a Cairn.
       expect(typeof runtimeOf(cairn).startRun).toBe("function");
       expect(() => runtimeOf({})).toThrow(TypeError);
+      // Neither can a workflow or a run handle lead a user to the runtime.
+      const workflow = cairn.workflow("w", async () => null);
+      expect(publicMembers(workflow)).toEqual(["fn", "name", "start"]);
+      expect(publicMembers(cairn.run("r"))).toEqual(["cancel", "id", "result", "resume", "status"]);
     } finally {
       await cairn.shutdown();
     }
