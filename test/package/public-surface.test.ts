@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { Cairn } from "../../src/index.js";
 import { runtimeOf, storeOf } from "../../src/internal.js";
@@ -35,6 +36,11 @@ function publicMembers(value: object): string[] {
 }
 
 describe("the public Cairn", () => {
+  it("documents every member it has in the README", () => {
+    const readme = readFileSync("README.md", "utf8");
+    expect(DOCUMENTED.filter((name) => !new RegExp(`cairn\\.${name}\\b`).test(readme))).toEqual([]);
+  });
+
   it("has exactly the documented members", async () => {
     const cairn = new Cairn({ database: ":memory:" });
     try {
