@@ -1,5 +1,4 @@
-import type { ErrorRecord } from "../errors.js";
-import { decodeValue } from "../store/codec.js";
+import { decodeValue, type ErrorRecord } from "../store/value/index.js";
 import type { RunRow, StepRow, Store } from "../store/store.js";
 import { RunNotFoundError } from "../errors.js";
 import { agentTreeJson, loadAgentTree, renderAgentTree, type AgentTreeRun } from "./agent-tree.js";

@@ -1,7 +1,5 @@
 import { randomUUID } from "node:crypto";
 import { FencedError, InvalidSpecError, NonDeterminismError, RunNotFoundError, TimeoutError } from "../errors.js";
-import { hashText } from "../store/codec.js";
-import { INLINE_LIMIT } from "../store/migrations.js";
 import type { Fence, RunRow, SqlClient, StepKind, StepRecord, StepRow, Store, StoredValue, WriteOp } from "../store/store.js";
 import type { Clock } from "./clock.js";
 import type {
@@ -15,7 +13,7 @@ import type {
 } from "./context.js";
 import { runAttempts, type AttemptHost } from "./attempts.js";
 import { isTransientStoreError } from "../store/transient.js";
-import { errorFromText, errorText, fromStored, storableThrown, toStored } from "./values.js";
+import { errorFromText, errorText, fromStored, storableThrown, storedText, toStored } from "../store/value/index.js";
 import { CompletionOrder } from "./completion-order.js";
 import { assertUserSend } from "./reserved-topics.js";
 import { validateName, validateOperationName, validateRunId, validateTopic } from "./names.js";
@@ -904,10 +902,6 @@ export class RunExecution implements WorkflowContext {
   private where(seq: number, name: string): string {
     return `run ${this.runId} seq ${seq} ("${name}")`;
   }
-}
-
-function storedText(text: string): StoredValue {
-  return { text, hash: text.length > INLINE_LIMIT ? hashText(text) : null };
 }
 
 function toRow(step: StepRecord): StepRow {
