@@ -126,38 +126,6 @@ export class FencedError extends CairnError {
   override readonly code = "FENCED";
 }
 
-/**
- * The shape an error takes in the journal (the `error` columns, and errors inside values). The
- * first fields are what Cairn 0.1 wrote and what the CLI reads; the rest came later and are
- * optional, so every record ever written still reads. Values inside are in the codec's tagged JSON.
- */
-export interface ErrorRecord {
-  name: string;
-  message: string;
-  code?: string;
-  stack?: string;
-  runId?: string;
-  seq?: number;
-  /** The cause, when it is an error. */
-  cause?: ErrorRecord;
-  /** The key of the error's registered class (see `registerErrorClass`); absent in old records. */
-  class?: string;
-  /** Own enumerable fields (`statusCode`, `isRetryable`, ...), by name. */
-  props?: Record<string, unknown>;
-  /** Own enumerable fields keyed by global symbols, as [Symbol.keyFor name, value] pairs. */
-  symbols?: unknown[];
-  /** An AggregateError's `errors`. */
-  errors?: unknown;
-  /** The cause, when it is not an error (a string, an object, undefined). */
-  causeValue?: unknown;
-  /** The cause is the error this many levels up the cause chain (0: the error itself). */
-  causeRef?: number;
-  /** The cause was an enumerable own property (assigned, not given to the constructor). */
-  causeEnumerable?: true;
-  /** What was thrown, when it was not an error at all; `name` and `message` then describe it. */
-  thrown?: unknown;
-}
-
 export function preview(value: unknown, max = 80): string {
   let text: string;
   try {

@@ -1,8 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { CairnError, InvalidSpecError, RunNotFoundError } from "../errors.js";
-import { decodeValue } from "../store/codec.js";
+import { decodeValue, toStored } from "../store/value/index.js";
 import type { Store } from "../store/store.js";
-import { toStored } from "../engine/values.js";
 import { approvalTopic, signDecision, type ApprovalDecision, type DecisionMessage } from "./approval-channel.js";
 
 export interface PendingApproval {

@@ -1,7 +1,6 @@
 import { CairnError, InvalidSpecError, TerminalError } from "../errors.js";
 import type { DurableRun } from "../engine/durable-run.js";
-import { fromStored, toStored } from "../engine/values.js";
-import { hashText } from "../store/codec.js";
+import { fromStored, hashText, toStored } from "../store/value/index.js";
 import type { WriteOp } from "../store/store.js";
 
 /** What names an artifact: its row in `cairn_artifacts`. */

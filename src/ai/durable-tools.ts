@@ -3,7 +3,7 @@ import type { ToolExecutionOptions, ToolSet } from "ai";
 import { InvalidSpecError } from "../errors.js";
 import type { DurableRun } from "../engine/durable-run.js";
 import type { WorkflowContext } from "../engine/context.js";
-import { encodeValue } from "../store/codec.js";
+import { encodeValue } from "../store/value/index.js";
 import type { WriteOp } from "../store/store.js";
 import { fingerprintOf } from "../engine/fingerprint.js";
 import { agentState } from "./agent-state.js";

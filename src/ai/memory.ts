@@ -1,6 +1,6 @@
 import { CairnError, InvalidSpecError } from "../errors.js";
 import type { DurableRun } from "../engine/durable-run.js";
-import { toStored, fromStored } from "../engine/values.js";
+import { toStored, fromStored } from "../store/value/index.js";
 import type { Store, WriteOp } from "../store/store.js";
 
 /** One version of a memory key, as `history` returns it. */

@@ -1,6 +1,6 @@
 import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3GenerateResult } from "@ai-sdk/provider";
 import type { DurableRun } from "../engine/durable-run.js";
-import { encodeValue, hashText } from "../store/codec.js";
+import { encodeValue, hashText } from "../store/value/index.js";
 import type { WriteOp } from "../store/store.js";
 
 /** What the `cairn_model_calls` row says of one response. */

@@ -1,6 +1,6 @@
 import type { LanguageModelV3, LanguageModelV3GenerateResult, LanguageModelV3StreamPart } from "@ai-sdk/provider";
 import { createIdGenerator } from "ai";
-import { encodeValue } from "../store/codec.js";
+import { encodeValue } from "../store/value/index.js";
 import { redactHeaders } from "./credentials.js";
 import type { ProviderErrorRecord } from "./provider-errors.js";
 import type { BodyForm } from "./request-body.js";

@@ -13,7 +13,7 @@ import {
   TypeValidationError,
   UnsupportedFunctionalityError,
 } from "@ai-sdk/provider";
-import { decodeValue, encodeValue } from "../store/codec.js";
+import { decodeValue, encodeValue } from "../store/value/index.js";
 import { redactHeaders, redactUrl } from "./credentials.js";
 
 /**

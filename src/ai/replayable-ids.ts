@@ -1,6 +1,6 @@
 import type { IdGenerator } from "ai";
 import type { DurableRun } from "../engine/durable-run.js";
-import { hashText } from "../store/codec.js";
+import { hashText } from "../store/value/index.js";
 
 /**
  * Ids the AI SDK makes itself, made the same on replay. The SDK draws some ids outside the model —

@@ -1,5 +1,5 @@
 import type { DurableRun } from "../engine/durable-run.js";
-import { decodeValue } from "../store/codec.js";
+import { decodeValue } from "../store/value/index.js";
 import { redactJson } from "./credentials.js";
 
 /**

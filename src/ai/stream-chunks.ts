@@ -1,5 +1,5 @@
 import type { DurableRun } from "../engine/durable-run.js";
-import { decodeValue, encodeValue } from "../store/codec.js";
+import { decodeValue, encodeValue } from "../store/value/index.js";
 import type { Store, WriteOp } from "../store/store.js";
 
 /**

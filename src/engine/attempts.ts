@@ -2,7 +2,7 @@ import { TimeoutError } from "../errors.js";
 import type { Clock } from "./clock.js";
 import type { StepCall, StepOptions } from "./context.js";
 import { backoffDelayMs, shouldAttemptAgain } from "./retry.js";
-import { storableThrown } from "./values.js";
+import { storableThrown } from "../store/value/index.js";
 
 export type Outcome<T> = { ok: true; value: T; attempts: number } | { ok: false; error: unknown; attempts: number };
 

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { hashText } from "../store/value/index.js";
 
 /**
  * A short fingerprint of what a durable operation was called with (a prompt, a tool's input): the
@@ -12,5 +12,5 @@ export function fingerprintOf(value: unknown): string {
   } catch {
     text = String(value);
   }
-  return createHash("sha256").update(text).digest("hex").slice(0, 16);
+  return hashText(text).slice(0, 16);
 }

@@ -1,5 +1,5 @@
 import type { RunRow, RunStatus } from "../store/store.js";
-import { errorFromText, fromStored } from "./values.js";
+import { errorFromText, fromStored } from "../store/value/index.js";
 
 export interface RunStatusInfo {
   status: RunStatus;

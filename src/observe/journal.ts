@@ -1,6 +1,5 @@
-import type { ErrorRecord } from "../errors.js";
 import { RunNotFoundError } from "../errors.js";
-import { decodeValue } from "../store/codec.js";
+import { decodeValue, type ErrorRecord } from "../store/value/index.js";
 import { toStepRow } from "../store/rows.js";
 import type { RunRow, StepRow } from "../store/store.js";
 import { agentTreeJson, loadAgentTree, type AgentTreeRun } from "./agent-tree.js";

@@ -6,7 +6,7 @@ import { backoffMs, isTransientStoreError } from "../store/transient.js";
 import { pidNamespace } from "./pid-namespace.js";
 import type { Clock } from "../engine/clock.js";
 import { RunExecution, type ExecutionHost, type WorkflowFunction } from "../engine/run-execution.js";
-import { errorText } from "../engine/values.js";
+import { errorText } from "../store/value/index.js";
 import { setLongTimeout, type LongTimeout } from "../engine/long-timeout.js";
 
 export interface ExecutorOptions {

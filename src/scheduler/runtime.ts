@@ -12,7 +12,7 @@ import type { DeletedRuns, RunDeleteFilter } from "../store/retention.js";
 import { validateName, validateRunId, validateTopic, validateWorkflowName } from "../engine/names.js";
 import { RunHandle, type RunHost } from "../engine/run-handle.js";
 import { DEFAULT_REPLAY_STALL_MS, type WorkflowFunction } from "../engine/run-execution.js";
-import { errorText, fromStored, toStored } from "../engine/values.js";
+import { errorText, fromStored, toStored } from "../store/value/index.js";
 import { Workflow, type WorkflowHost, type WorkflowOptions } from "../engine/workflow.js";
 
 export interface CairnOptions {

@@ -284,5 +284,5 @@ export const MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS cairn_migrations (
   applied_at BIGINT NOT NULL
 )`;
 
-/** Inline values up to this many characters; longer ones go to cairn_payloads by hash. */
-export const INLINE_LIMIT = 256;
+/** Inline values up to this many characters; longer ones go to cairn_payloads by hash (owned by the value module). */
+export { INLINE_LIMIT } from "./value/journal-value.js";

@@ -68,11 +68,8 @@ export function toExecutorRow(raw: Raw): ExecutorRow {
   };
 }
 
-/** Inline column value and hash column value for a stored value. */
-export function splitStored(value: { text: string; hash: string | null } | null): [string | null, string | null] {
-  if (value === null) return [null, null];
-  return value.hash === null ? [value.text, null] : [null, value.hash];
-}
+/** How a stored value splits into its inline and hash columns: the value module's rule. */
+export { splitStored } from "./value/journal-value.js";
 
 /**
  * Rewrites `$1, $2, ...` placeholders to positional `?` with the parameters reordered to match, so

@@ -1,7 +1,7 @@
 import { jsonSchema, tool } from "ai";
 import { describe, expect, it } from "vitest";
 import { InvalidSpecError, RunNotFoundError, type Cairn } from "../../src/index.js";
-import { toStored } from "../../src/engine/values.js";
+import { toStored } from "../../src/store/value/index.js";
 import { BACKENDS } from "../backends.js";
 import { cli, expectOneLineError } from "../cli/cli.js";
 import { cairnFactory, eventually } from "../harness.js";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { RunNotFoundError } from "../../src/index.js";
-import { toStored } from "../../src/engine/values.js";
+import { toStored } from "../../src/store/value/index.js";
 import type { MessageRecord, NewRun } from "../../src/store/store.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";

@@ -164,7 +164,7 @@ describe.each(BACKENDS)("steps on $name", (backend) => {
     expect((error as Error).message).toContain("run values seq 1");
     expect((error as Error).message).toContain("class Price");
     const journal = await storeOf(cairn).loadJournal("values");
-    const { fromStored } = await import("../../src/engine/values.js");
+    const { fromStored } = await import("../../src/store/value/index.js");
     const back = fromStored(journal[0]!.output) as typeof rich;
     expect(back.when).toEqual(new Date(0));
     expect(back.big).toBe(2n ** 70n);

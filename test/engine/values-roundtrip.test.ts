@@ -10,7 +10,7 @@ import {
   registerErrorClass,
   type WorkflowContext,
 } from "../../src/index.js";
-import { decodeThrown, decodeValue, encodeThrown, encodeValue } from "../../src/store/codec.js";
+import { decodeThrown, decodeValue, encodeThrown, encodeValue } from "../../src/store/value/index.js";
 import { ManualClock } from "../../src/testing/index.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";

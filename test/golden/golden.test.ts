@@ -1,6 +1,6 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { fromStored } from "../../src/engine/values.js";
+import { fromStored } from "../../src/store/value/index.js";
 import type { StepRow } from "../../src/store/store.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory } from "../harness.js";

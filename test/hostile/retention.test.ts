@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { InvalidSpecError, RunNotFoundError, type Cairn } from "../../src/index.js";
-import { hashText } from "../../src/store/codec.js";
+import { hashText } from "../../src/store/value/index.js";
 import type { Store } from "../../src/store/store.js";
 import { ManualClock } from "../../src/testing/index.js";
 import { BACKENDS } from "../backends.js";

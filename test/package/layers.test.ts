@@ -37,7 +37,6 @@ const EXCLUDED = (p: string) => p.startsWith("bench/") || p.startsWith("experime
  */
 const KNOWN_CYCLES: string[][] = [
   ["store/retention.ts", "store/store.ts"],
-  ["store/codec.ts", "store/error-codec.ts"],
   [
     "ai/agent-context.ts",
     "ai/agent.ts",

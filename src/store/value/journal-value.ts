@@ -1,16 +1,41 @@
-import { decodeThrown, decodeValue, describe, encodeThrown, encodeValue, hashText } from "../store/codec.js";
-import { INLINE_LIMIT } from "../store/migrations.js";
-import type { StoredValue } from "../store/store.js";
-import { UnserializableError } from "../errors.js";
+import { createHash } from "node:crypto";
+import { UnserializableError } from "../../errors.js";
+import type { StoredValue } from "../store.js";
+import { decodeThrown, decodeValue, describe, encodeThrown, encodeValue } from "./codec.js";
 
-/** Encodes a value for the journal; long values get a content address (see ARCHITECTURE.md, 8). */
+/**
+ * A value on its way to the journal, and back: encoded by the codec, kept inline in its row when
+ * short, else content-addressed by its hash (see ARCHITECTURE.md, 8). Every layer that writes a
+ * value (the engine's operations, the agents' memory and artifacts) goes through here, so the
+ * inline limit and the hash rule exist once.
+ */
+
+/** Values whose encoded text is longer than this are stored by content address, not inline. */
+export const INLINE_LIMIT = 256;
+
+/** sha256 of the encoded text: the address of a content-addressed payload. */
+export function hashText(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}
+
+/** Encodes a value for the journal; long values get a content address. */
 export function toStored(value: unknown, where: string): StoredValue {
-  const text = encodeValue(value, where);
+  return storedText(encodeValue(value, where));
+}
+
+/** An already encoded text (another run's output, say) as the journal keeps it. */
+export function storedText(text: string): StoredValue {
   return { text, hash: text.length > INLINE_LIMIT ? hashText(text) : null };
 }
 
 export function fromStored(text: string | null): unknown {
   return text === null ? undefined : decodeValue(text);
+}
+
+/** Inline column value and hash column value for a stored value. */
+export function splitStored(value: StoredValue | null): [string | null, string | null] {
+  if (value === null) return [null, null];
+  return value.hash === null ? [value.text, null] : [null, value.hash];
 }
 
 /**
@@ -50,8 +75,3 @@ function substitute(thrown: unknown, refusal: unknown): UnserializableError {
   return new UnserializableError(`${reason} What was thrown: ${describe(thrown)}`);
 }
 
-/**
- * A finished operation as the journal records it. `failed` is its own flag because anything can be
- * thrown — `undefined` too — so "has an error" cannot tell a failure from a success.
- */
-export type RecordedOutcome = { failed: false; value: unknown } | { failed: true; error: unknown };

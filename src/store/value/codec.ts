@@ -1,6 +1,5 @@
-import { createHash } from "node:crypto";
-import { UnserializableError, type ErrorRecord } from "../errors.js";
-import { errorFromRecord, errorToRecord } from "./error-codec.js";
+import { errorClassKey, isRegisteredErrorClass, makeError } from "../../error-registry.js";
+import { CairnError, InvalidSpecError, UnserializableError, preview } from "../../errors.js";
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
@@ -11,7 +10,7 @@ export type Json = null | boolean | number | string | Json[] | { [key: string]: 
  * Survives: strings, booleans, numbers (with -0, NaN and ±Infinity), BigInt, undefined, null;
  * arrays (holes included); plain and null-prototype objects, with their symbol-keyed properties
  * when the symbol is a global one (`Symbol.for`); Date (an Invalid Date too), Map, Set, Uint8Array,
- * Buffer (as a Buffer); errors (see `error-codec.ts`). Shared references come back as copies.
+ * Buffer (as a Buffer); errors (see "Errors in the journal" below). Shared references come back as copies.
  *
  * Refused with an `UnserializableError` naming where the value came from and the path to the bad
  * part: functions, symbols, cycles (except through an error's `cause`), instances of other classes,
@@ -26,7 +25,7 @@ const TAG = "$c";
 export const MAX_DEPTH = 1_000;
 
 /** What an encoding in progress carries down the value. */
-export interface EncodeContext {
+interface EncodeContext {
   readonly where: string;
   /** The objects on the current path: a value that contains itself is a cycle. */
   readonly stack: Set<object>;
@@ -40,11 +39,6 @@ export function encodeValue(value: unknown, where: string): string {
 
 export function decodeValue(text: string): unknown {
   return fromJson(JSON.parse(text) as Json, []);
-}
-
-/** sha256 of the encoded text: the address of a content-addressed payload. */
-export function hashText(text: string): string {
-  return createHash("sha256").update(text).digest("hex");
 }
 
 /**
@@ -73,7 +67,7 @@ function newContext(where: string): EncodeContext {
   return { where, stack: new Set(), errors: [] };
 }
 
-export function toJson(value: unknown, context: EncodeContext, path: string, depth: number): Json {
+function toJson(value: unknown, context: EncodeContext, path: string, depth: number): Json {
   switch (typeof value) {
     case "string":
     case "boolean":
@@ -176,7 +170,7 @@ function plainToJson(object: object, nullProto: boolean, context: EncodeContext,
  * how libraries brand objects (the AI SDK marks its errors this way). A local symbol cannot be
  * made again in another process, so a property keyed by one is refused.
  */
-export function symbolsToJson(object: object, context: EncodeContext, path: string, depth: number): Json[] | undefined {
+function symbolsToJson(object: object, context: EncodeContext, path: string, depth: number): Json[] | undefined {
   const symbols = Object.getOwnPropertySymbols(object);
   if (symbols.length === 0) return undefined;
   let out: Json[] | undefined;
@@ -190,7 +184,7 @@ export function symbolsToJson(object: object, context: EncodeContext, path: stri
   return out;
 }
 
-export function fromJson(json: Json, errors: Error[]): unknown {
+function fromJson(json: Json, errors: Error[]): unknown {
   if (json === null || typeof json !== "object") return json;
   if (Array.isArray(json)) return json.map((item) => fromJson(item, errors));
   const tag = json[TAG];
@@ -236,12 +230,12 @@ export function fromJson(json: Json, errors: Error[]): unknown {
   }
 }
 
-export function symbolsFromJson(target: object, symbols: Json[] | undefined, errors: Error[]): void {
+function symbolsFromJson(target: object, symbols: Json[] | undefined, errors: Error[]): void {
   for (const [name, json] of (symbols ?? []) as [string, Json][]) defineData(target, Symbol.for(name), fromJson(json, errors));
 }
 
 /** An own data property, as assignment would make it — without running setters (or `__proto__`'s). */
-export function defineData(target: object, key: string | symbol, value: unknown, enumerable = true): void {
+function defineData(target: object, key: string | symbol, value: unknown, enumerable = true): void {
   Object.defineProperty(target, key, { value, writable: true, enumerable, configurable: true });
 }
 
@@ -258,10 +252,145 @@ export function describe(value: unknown): string {
   }
 }
 
-export function unserializable(where: string, path: string, what: string): UnserializableError {
+function unserializable(where: string, path: string, what: string): UnserializableError {
   const shown = path.length > 160 ? `${path.slice(0, 60)}…${path.slice(-60)}` : path;
   return new UnserializableError(
     `${where}: cannot store ${shown} — it is ${what}, which would not come back the same on replay. Use plain data ` +
       "(objects, arrays, strings, numbers, Date, BigInt, Map, Set, Uint8Array, Buffer, errors with plain-data fields).",
   );
+}
+
+/**
+ * The shape an error takes in the journal (the `error` columns, and errors inside values). The
+ * first fields are what Cairn 0.1 wrote and what the CLI reads; the rest came later and are
+ * optional, so every record ever written still reads. Values inside are in the codec's tagged JSON.
+ */
+export interface ErrorRecord {
+  name: string;
+  message: string;
+  code?: string;
+  stack?: string;
+  runId?: string;
+  seq?: number;
+  /** The cause, when it is an error. */
+  cause?: ErrorRecord;
+  /** The key of the error's registered class (see `registerErrorClass`); absent in old records. */
+  class?: string;
+  /** Own enumerable fields (`statusCode`, `isRetryable`, ...), by name. */
+  props?: Record<string, unknown>;
+  /** Own enumerable fields keyed by global symbols, as [Symbol.keyFor name, value] pairs. */
+  symbols?: unknown[];
+  /** An AggregateError's `errors`. */
+  errors?: unknown;
+  /** The cause, when it is not an error (a string, an object, undefined). */
+  causeValue?: unknown;
+  /** The cause is the error this many levels up the cause chain (0: the error itself). */
+  causeRef?: number;
+  /** The cause was an enumerable own property (assigned, not given to the constructor). */
+  causeEnumerable?: true;
+  /** What was thrown, when it was not an error at all; `name` and `message` then describe it. */
+  thrown?: unknown;
+}
+
+/**
+ * Errors in the journal. An error comes back with its class (when registered: see
+ * `registerErrorClass`), `name`, `message`, `stack`, `code`, its own enumerable fields (with
+ * global-symbol keys, which is how the AI SDK's `isInstance` markers live), an AggregateError's
+ * `errors`, and its `cause` — an error, any storable value, or a pointer back up the cause chain,
+ * so an error that is its own cause is stored (and comes back as its own cause) instead of looping.
+ *
+ * A field that cannot be stored (a function, a socket, a response object) refuses the whole error
+ * with an `UnserializableError` naming the path, as for any value: the engine then fails the step
+ * with that refusal live too, so replay never differs from what the workflow saw.
+ */
+
+/** Fields the record keeps apart from `props`. */
+const SPECIAL = new Set(["name", "message", "stack", "cause"]);
+
+function errorToRecord(error: Error, context: EncodeContext, path: string, depth: number): ErrorRecord {
+  context.errors.push(error);
+  try {
+    const record: ErrorRecord = { name: String(error.name), message: String(error.message) };
+    const code = (error as { code?: unknown }).code;
+    if (typeof code === "string") record.code = code;
+    if (typeof error.stack === "string") record.stack = error.stack;
+    const cairn = error instanceof CairnError;
+    if (cairn) {
+      if (error.runId !== undefined) record.runId = error.runId;
+      if (error.seq !== undefined) record.seq = error.seq;
+    }
+    record.class = errorClassKey(error);
+    let props: Record<string, Json> | undefined;
+    for (const key of Object.keys(error)) {
+      if (SPECIAL.has(key) || (key === "code" && record.code !== undefined) || (cairn && (key === "runId" || key === "seq"))) continue;
+      if (key === "__proto__") throw unserializable(context.where, `${path}["__proto__"]`, 'an own "__proto__" key');
+      const value = (error as unknown as Record<string, unknown>)[key];
+      (props ??= {})[key] = error instanceof InvalidSpecError && key === "value" ? diagnostic(value, context, path, depth) : toJson(value, context, `${path}.${key}`, depth + 1);
+    }
+    if (props !== undefined) record.props = props;
+    const symbols = symbolsToJson(error, context, path, depth);
+    if (symbols !== undefined) record.symbols = symbols;
+    const errors = Object.getOwnPropertyDescriptor(error, "errors");
+    if (errors !== undefined && !errors.enumerable && "value" in errors) record.errors = toJson(errors.value, context, `${path}.errors`, depth + 1);
+    if ("cause" in error) {
+      causeToRecord(record, error.cause, context, `${path}.cause`, depth + 1);
+      // Set by assignment (`this.cause = cause`, as the AI SDK does) rather than by the constructor.
+      if (Object.getOwnPropertyDescriptor(error, "cause")?.enumerable === true) record.causeEnumerable = true;
+    }
+    return record;
+  } finally {
+    context.errors.pop();
+  }
+}
+
+function causeToRecord(record: ErrorRecord, cause: unknown, context: EncodeContext, path: string, depth: number): void {
+  if (!(cause instanceof Error)) {
+    record.causeValue = toJson(cause, context, path, depth);
+    return;
+  }
+  const up = context.errors.lastIndexOf(cause);
+  if (up >= 0) {
+    record.causeRef = context.errors.length - 1 - up;
+    return;
+  }
+  record.cause = withStack(cause, context, path, depth, () => errorToRecord(cause, context, path, depth));
+}
+
+/** InvalidSpecError's `value` is a diagnostic (often the very function that was refused): kept if storable, else previewed. */
+function diagnostic(value: unknown, context: EncodeContext, path: string, depth: number): Json {
+  try {
+    return toJson(value, context, `${path}.value`, depth + 1);
+  } catch {
+    return preview(value);
+  }
+}
+
+/**
+ * Rebuilds an error. Old records (no `class`) are rebuilt by `name` when a class is registered
+ * under it, else as an `Error` with that name, as Cairn 0.1 did. `errors` holds the errors being
+ * rebuilt around this one, outermost first, for `causeRef`.
+ */
+function errorFromRecord(record: ErrorRecord, errors: Error[]): Error {
+  const key = record.class ?? (isRegisteredErrorClass(record.name) ? record.name : "Error");
+  const error = makeError(key, String(record.message));
+  errors.push(error);
+  try {
+    if (error.name !== record.name) defineData(error, "name", record.name);
+    if (record.stack !== undefined) defineData(error, "stack", record.stack, false);
+    if (record.code !== undefined && (error as { code?: unknown }).code !== record.code) defineData(error, "code", record.code);
+    if (error instanceof CairnError) {
+      defineData(error, "runId", record.runId);
+      defineData(error, "seq", record.seq);
+    }
+    for (const [name, json] of Object.entries(record.props ?? {})) defineData(error, name, fromJson(json as Json, errors));
+    symbolsFromJson(error, record.symbols as Json[] | undefined, errors);
+    if (record.errors !== undefined) defineData(error, "errors", fromJson(record.errors as Json, errors), false);
+    const enumerable = record.causeEnumerable === true;
+    if (record.cause !== undefined) defineData(error, "cause", errorFromRecord(record.cause, errors), enumerable);
+    else if (record.causeRef !== undefined) defineData(error, "cause", errors[errors.length - 1 - record.causeRef], enumerable);
+    else if ("causeValue" in record) defineData(error, "cause", fromJson(record.causeValue as Json, errors), enumerable);
+    return error;
+  } finally {
+    errors.pop();
+  }
 }

@@ -1,0 +1,307 @@
+import { InvalidSpecError, NonDeterminismError, RunNotFoundError, FencedError } from "../../errors.js";
+import type { RunRow, StepKind, StepRecord, StepRow, StoredValue, WriteOp } from "../../store/store.js";
+import { errorFromText, errorText, fromStored } from "../../store/value/index.js";
+import { CompletionOrder } from "../completion-order.js";
+import { validateOperationName } from "../names.js";
+import { ReplayJournal, operationBase, operationScopes, storedPath, topScope, type OperationScope } from "../replay-journal.js";
+import { RunLifecycle, never, type ExecutionHost } from "./lifecycle.js";
+
+export { never, type ExecutionHost, type Wait } from "./lifecycle.js";
+
+/**
+ * How long replay waits for the workflow to call the operation whose recorded outcome comes next
+ * before it reports the run as diverged (see CompletionOrder). Generous: user code may legitimately
+ * await timers between durable operations (the AI SDK's retry delays, for one).
+ */
+export const DEFAULT_REPLAY_STALL_MS = 30_000;
+
+/**
+ * One call of a durable operation: its place in the journal (seq, identity, path, key), the record
+ * replay found for it, and — filled in as the operation goes live — what it will commit. One object
+ * per call, made by `begin`; the skeleton (operation.ts) and the rooms keep their state in it rather
+ * than allocating more.
+ */
+export interface Began {
+  seq: number;
+  /** This operation's identity (see replay-journal.ts): the scope of whatever it calls. */
+  identity: string;
+  /** Its `path` column. */
+  path: string | null;
+  /** Its idempotency key: `runId:seq` at the workflow's top, `<enclosing key>/<kind>:<name>#<n>` inside a step. */
+  key: string;
+  kind: StepKind;
+  name: string;
+  fingerprint: string | undefined;
+  row: StepRow | undefined;
+  /** Called inside another operation (a step's function), which keeps the run loaded meanwhile. */
+  nested: boolean;
+  /** For a call without a record during replay: resolves when it may go ahead (ReplayJournal.clearance). */
+  clearance: Promise<void> | null;
+  /** When it went live. */
+  startedAt: number;
+  /** Rows to commit together with its record (a message, an event, a child's run, a model call's row). */
+  also: WriteOp[] | null;
+  /** Whether its recorded outcome is a failure, and what the workflow is then thrown. */
+  failed: boolean;
+  thrown: unknown;
+}
+
+/**
+ * One loaded run's journal: the position in it (identities, records, the order outcomes are handed
+ * over in), divergence, and the writes under the run's fence; how the run ends is its lifecycle's
+ * (lifecycle.ts). The durable operations (the rooms beside this file) are built on it through the
+ * skeleton in operation.ts; RunExecution (run-execution.ts) is the context the workflow sees.
+ *
+ * The journal is read once, when the run is loaded; after that the position lives in memory and
+ * each operation does one write. Members the rooms use are public; none is part of the API.
+ */
+export class JournalCore extends RunLifecycle {
+  readonly journal: ReplayJournal;
+  /** The order outcomes are handed to the workflow in, live and on replay. */
+  readonly order: CompletionOrder;
+  readonly topScope: OperationScope;
+  /** Calls made during replay that the journal has no record of (for a divergence's message). */
+  private readonly unrecordedCalls: string[] = [];
+  private waitingForClearance = 0;
+
+  constructor(host: ExecutionHost, run: RunRow, journal: readonly StepRow[], replayStallMs: number) {
+    super(host, run);
+    this.topScope = topScope(this, run.id);
+    this.journal = new ReplayJournal(journal);
+    this.order = new CompletionOrder(this.journal.replayOrdinals, this.journal.highestOrdinal, replayStallMs, (ordinal) =>
+      this.stalled(ordinal),
+    );
+  }
+
+  /**
+   * The journal's record for the next operation of this kind and name called from here, if any:
+   * lets a layer above tell replay from live without taking the record.
+   */
+  peek(kind: StepKind, name: string, fingerprint?: string): StepRow | undefined {
+    const scope = this.scope();
+    const occurrence = scope.calls.get(operationBase(scope.identity, kind, name, fingerprint)) ?? 0;
+    return this.journal.look(scope.identity, kind, name, fingerprint, occurrence);
+  }
+
+  /**
+   * True while recorded operations remain to be asked for, or their outcomes to be handed to the
+   * workflow (see WorkflowContext).
+   */
+  get isReplaying(): boolean {
+    return this.order.replaying() || this.journal.replaying();
+  }
+
+  /** Whether the caller's own scope still has recorded operations to replay: it ran past here before. */
+  get replayingHere(): boolean {
+    return this.journal.replayingIn(this.scope().identity);
+  }
+
+  // ---- identity and replay ----------------------------------------------------------------------
+
+  /**
+   * Takes the next position in the caller's scope (synchronously, so operations called in the same
+   * order number the same way on every replay) and looks up the journal's record at that path.
+   * Returns null if the record contradicts the call: the run has then been failed with a
+   * NonDeterminismError naming both.
+   */
+  begin(name: string, kind: StepKind, fingerprint?: string): Began | null {
+    if (this.stopped) return null;
+    validateOperationName(kind, name);
+    const scope = this.scope();
+    if (scope.refuse !== undefined) {
+      throw new InvalidSpecError(
+        "operation",
+        `${kind} "${name}"`,
+        `durable operations cannot be called inside ${scope.refuse}'s function (run ${this.runId}): its SQL commits ` +
+          "together with the step's own record, so nothing inside it can be journaled apart; call it before or after",
+      );
+    }
+    const base = operationBase(scope.identity, kind, name, fingerprint);
+    const occurrence = scope.calls.get(base) ?? 0;
+    scope.calls.set(base, occurrence + 1);
+    const row = this.journal.empty ? undefined : this.journal.take(scope.identity, kind, name, fingerprint, occurrence);
+    const nested = scope !== this.topScope;
+    const seq = row?.seq ?? this.journal.newSeq();
+    const began: Began = {
+      seq,
+      identity: `${base}#${occurrence}`,
+      path: storedPath(scope.identity, occurrence),
+      key: nested ? `${scope.key}/${kind}:${name}#${occurrence}` : `${this.runId}:${seq}`,
+      kind,
+      name,
+      fingerprint,
+      row,
+      nested,
+      clearance: row === undefined && !this.journal.empty ? this.journal.clearance(scope.identity, kind, name) : null,
+      startedAt: 0,
+      also: null,
+      failed: false,
+      thrown: undefined,
+    };
+    if (row !== undefined && fingerprint !== undefined && row.fingerprint !== null && row.fingerprint !== fingerprint) {
+      this.diverged(
+        `at seq ${row.seq}: the journal recorded ${kind} "${name}" with fingerprint ${row.fingerprint} but the code ` +
+          `called it with fingerprint ${fingerprint}`,
+        row.seq,
+      );
+      return null;
+    }
+    if (row === undefined && this.order.replaying()) this.unrecordedCalls.push(`${kind} "${name}"${fingerprint === undefined ? "" : ` (fingerprint ${fingerprint})`}`);
+    return began;
+  }
+
+  /**
+   * Whether a call without a record may act now: during replay it first waits until no record of
+   * its kind and name is left uncalled (ReplayJournal.clearance), so a divergent call never reaches
+   * the outside world.
+   */
+  async cleared(began: Began): Promise<boolean> {
+    if (began.clearance !== null) {
+      this.waitingForClearance++;
+      try {
+        await began.clearance;
+      } finally {
+        this.waitingForClearance--;
+      }
+    }
+    return this.live();
+  }
+
+  /**
+   * Refuses a wait that only a message or another run can end inside a step's function: the step
+   * keeps the run loaded, and such waits end by unloading and waking the run.
+   */
+  refuseNestedWait(what: string, name: string): void {
+    if (this.scope() === this.topScope) return;
+    throw new InvalidSpecError(
+      "operation",
+      `${what} "${name}"`,
+      `${what} cannot wait inside a step's or tool's function (run ${this.runId}): the step keeps the run loaded, and ` +
+        "this wait ends only when the run unloads and is woken; call it from the workflow itself",
+    );
+  }
+
+  /** The scope the caller runs in: its enclosing operation's, or the workflow's top. */
+  scope(): OperationScope {
+    const scope = operationScopes.getStore();
+    return scope !== undefined && scope.owner === this ? scope : this.topScope;
+  }
+
+  /** Hands a recorded outcome to the workflow at its turn: its value, or its error thrown. */
+  async replayed(row: StepRow): Promise<unknown> {
+    if (!(await this.delivered(row.completion))) return never();
+    return this.replay(row);
+  }
+
+  /** Waits for this outcome's turn (see CompletionOrder); false if the run stopped meanwhile. */
+  delivered(completion: number | null): Promise<boolean> | boolean {
+    const turn = this.order.deliver(completion);
+    // The common case — its turn, now — costs no promise.
+    return turn === null ? this.handedOver() : turn.then(() => this.handedOver());
+  }
+
+  private handedOver(): boolean {
+    this.scheduleSuspendCheck();
+    return !this.stopped;
+  }
+
+  /** A record's outcome: its value, or its error thrown. */
+  replay(row: StepRow): unknown {
+    if (row.status === "failed") throw errorFromText(row.error ?? '{"name":"Error","message":"unknown"}');
+    return fromStored(row.output);
+  }
+
+  /** Replay waited in vain for the operation whose outcome comes next: the code took another path. */
+  private stalled(ordinal: number): void {
+    const row = this.journal.byOrdinal(ordinal);
+    const what = row === undefined ? `completion ${ordinal}` : `${row.kind} "${row.name}" at seq ${row.seq}`;
+    const instead = this.unrecordedCalls.length === 0 ? "" : `; it called ${this.unrecordedCalls.slice(0, 5).join(", ")}, which the journal has no record of,`;
+    this.diverged(
+      `: the journal recorded ${what} as the next operation to complete, but replay has not called it${instead} ` +
+        "(the code no longer calls it, calls it differently, or calls it only after something that was not recorded)",
+      row?.seq,
+    );
+  }
+
+  /** Whether the run is busy with replay: outcomes wait for their turn, or calls for their clearance. */
+  protected busy(): boolean {
+    return this.order.busy() || this.waitingForClearance !== 0;
+  }
+
+  private diverged(detail: string, seq: number | undefined): void {
+    const error = new NonDeterminismError(
+      `run ${this.runId} (workflow "${this.workflowName}") is not deterministic${detail.startsWith(":") ? "" : " "}${detail}. The workflow code changed ` +
+        "under an in-flight run, or branches on something not recorded. Route nondeterminism through ctx, guard code " +
+        "changes with ctx.patched(name), then `cairn resume` the run.",
+      { runId: this.runId, seq },
+    );
+    void this.settle("failed", error);
+  }
+
+  // ---- records and writes -----------------------------------------------------------------------
+
+  /**
+   * A journal record for the operation `began` names. Its completion ordinal is taken now, unless
+   * given (null: a record whose outcome the workflow does not see yet, a sleep's start).
+   */
+  record(
+    began: Began,
+    startedAt: number,
+    outcome: { output?: StoredValue | null; error?: unknown; errorText?: string | null },
+    attempts: number,
+    completion: number | null = this.order.reserve(),
+  ): StepRecord {
+    const failed = "error" in outcome || outcome.errorText !== undefined;
+    return {
+      runId: this.runId,
+      seq: began.seq,
+      name: began.name,
+      kind: began.kind,
+      status: failed ? "failed" : "succeeded",
+      output: failed ? null : (outcome.output ?? null),
+      error: outcome.errorText !== undefined ? (outcome.errorText ?? errorText(new Error("unknown error"))) : failed ? errorText(outcome.error) : null,
+      startedAt,
+      finishedAt: this.clock.now(),
+      attempts,
+      path: began.path,
+      completion,
+      fingerprint: began.fingerprint ?? null,
+    };
+  }
+
+  /** Commits ops under this run's fence; false means the run was lost (and is now released). */
+  async write(ops: WriteOp[]): Promise<boolean> {
+    try {
+      await this.store.commit(this.fence, ops);
+      return !this.stopped;
+    } catch (error) {
+      if (error instanceof FencedError) {
+        this.lost();
+        return false;
+      }
+      // Only a message op fails so (its destination run does not exist): the sender records it.
+      if (error instanceof RunNotFoundError) throw error;
+      // The database failed under us: give the run back to the executor to load again later.
+      if (!this.stopped) {
+        this.stop(error);
+        this.host.released(this.runId, "store-error", error);
+      }
+      return false;
+    }
+  }
+
+  /**
+   * Writes a step's record with `also` in one commit (poking the executor after it if `poke`: it
+   * enqueued work), then waits for its turn to be handed over.
+   */
+  async writeAndDeliver(step: StepRecord, also: WriteOp[] | null = null, poke = false): Promise<boolean> {
+    if (!(await this.write(also === null || also.length === 0 ? [{ type: "step", step }] : [...also, { type: "step", step }]))) return false;
+    if (poke) this.host.poke();
+    return this.delivered(step.completion ?? null);
+  }
+
+  where(seq: number, name: string): string {
+    return `run ${this.runId} seq ${seq} ("${name}")`;
+  }
+
+}

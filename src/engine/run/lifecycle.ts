@@ -1,0 +1,224 @@
+import { FencedError, TimeoutError } from "../../errors.js";
+import type { Fence, RunRow, Store, StoredValue } from "../../store/store.js";
+import { errorText, toStored } from "../../store/value/index.js";
+import type { AttemptHost } from "../attempts.js";
+import type { Clock } from "../clock.js";
+import type { CompletionOrder } from "../completion-order.js";
+
+/** What an execution needs from the executor that loaded it. */
+export interface ExecutionHost {
+  readonly store: Store;
+  readonly clock: Clock;
+  readonly executorId: string;
+  /** New work may be claimable now (a child was enqueued, a message sent, a run unloaded). */
+  poke(): void;
+  /** An unloaded run wants waking at `time`. */
+  wakeAt(time: number): void;
+  /** The execution let go of its run: it finished, unloaded, lost its lease or hit a store error. */
+  released(runId: string, reason: "settled" | "suspended" | "lost" | "store-error", error?: unknown, settled?: RunRow): void;
+}
+
+/** A durable wait the run unloads on: a time, a message topic, a child's end. */
+export interface Wait {
+  wakeAt: number | null;
+  topic: string | null;
+  childRunId: string | null;
+}
+
+/** A promise that never settles: what a stopped run's pending operations return. */
+export const never = <T>(): Promise<T> => new Promise<T>(() => undefined);
+
+/**
+ * How a loaded run ends here: settled (its outcome recorded), unloaded when it is blocked on durable
+ * waits alone, lost to another executor or a cancel, failed by its deadline, or given back after a
+ * store error. The journal core (journal-core.ts) builds on it; `stopped` and `active` are what the
+ * durable operations consult and keep.
+ */
+export abstract class RunLifecycle {
+  readonly runId: string;
+  readonly workflowName: string;
+  /** This executor's claim on the run: a commit under it fails once another executor took the run over. */
+  readonly fence: Fence;
+  /** Operations acting live now: the run does not unload while any is. */
+  active = 0;
+  stopped = false;
+  /** Aborted when the run stops here for any reason: every step's signal follows it. */
+  readonly stopSignal = new AbortController();
+  readonly attemptHost: AttemptHost;
+  /** The order outcomes are handed over in: closed when the run stops. */
+  abstract readonly order: CompletionOrder;
+  private readonly waits = new Map<number, Wait>();
+  private suspendCheckScheduled = false;
+
+  constructor(
+    readonly host: ExecutionHost,
+    readonly run: RunRow,
+  ) {
+    this.runId = run.id;
+    this.workflowName = run.workflow;
+    this.fence = { runId: run.id, executorId: host.executorId };
+    this.attemptHost = { runId: run.id, clock: host.clock, stopSignal: this.stopSignal.signal, stopped: () => this.stopped };
+  }
+
+  get store(): Store {
+    return this.host.store;
+  }
+
+  get clock(): Clock {
+    return this.host.clock;
+  }
+
+  /** The run's row as loaded (ids, parent, root, deadline, version). */
+  get info(): Readonly<RunRow> {
+    return this.run;
+  }
+
+  /** The executor learned this run was cancelled or taken over: stop at once, write nothing. */
+  lost(): void {
+    if (this.stopped) return;
+    this.stop(new FencedError(`run ${this.runId} is no longer owned by this executor`, { runId: this.runId }));
+    this.host.released(this.runId, "lost");
+  }
+
+  /** Whether something other than durable waits keeps the run loaded (replay's bookkeeping). */
+  protected abstract busy(): boolean;
+
+  /** Whether new work may start: not stopped, deadline not passed. */
+  live(): boolean {
+    if (this.stopped) return false;
+    const deadline = this.run.deadlineAt;
+    if (deadline !== null && this.clock.now() >= deadline) {
+      void this.timeOut();
+      return false;
+    }
+    return true;
+  }
+
+  protected armDeadline(): void {
+    const deadline = this.run.deadlineAt;
+    if (deadline === null) return;
+    this.clock.sleep(deadline - this.clock.now(), this.stopSignal.signal).then(
+      () => void this.timeOut(),
+      () => undefined,
+    );
+  }
+
+  private async timeOut(): Promise<void> {
+    if (this.stopped) return;
+    const error = new TimeoutError(`run ${this.runId} passed its deadline (${new Date(this.run.deadlineAt ?? 0).toISOString()})`, {
+      runId: this.runId,
+    });
+    await this.settle("failed", error);
+  }
+
+  /** A durable wait: never settles here; the run unloads once nothing else is in flight. */
+  waitFor<T>(seq: number, wait: Wait): Promise<T> {
+    this.waits.set(seq, wait);
+    this.scheduleSuspendCheck();
+    return never();
+  }
+
+  /** An operation stopped acting live (see `active`). */
+  settleActive(): void {
+    this.active--;
+    this.scheduleSuspendCheck();
+  }
+
+  /**
+   * Unloads the run when it is blocked on durable waits alone. The check runs on the next turn of
+   * the event loop, after the workflow's pending microtasks have called whatever they will call.
+   */
+  protected scheduleSuspendCheck(): void {
+    if (this.suspendCheckScheduled || this.waits.size === 0) return;
+    this.suspendCheckScheduled = true;
+    setImmediate(() => {
+      this.suspendCheckScheduled = false;
+      if (!this.stopped && this.active === 0 && this.waits.size > 0 && !this.busy()) {
+        void this.suspend();
+      }
+    });
+  }
+
+  private async suspend(): Promise<void> {
+    this.stopped = true;
+    this.order.close();
+    const waits = [...this.waits.values()];
+    const times = waits.map((w) => w.wakeAt).filter((t): t is number => t !== null);
+    if (this.run.deadlineAt !== null) times.push(this.run.deadlineAt);
+    const wait = {
+      wakeAt: times.length === 0 ? null : Math.min(...times),
+      topics: waits.flatMap((w) => (w.topic === null ? [] : [w.topic])),
+      childRunIds: waits.flatMap((w) => (w.childRunId === null ? [] : [w.childRunId])),
+    };
+    this.stopSignal.abort(new FencedError("run unloaded while it waits"));
+    try {
+      await this.store.commit(this.fence, [{ type: "suspend", runId: this.runId, wait, at: this.clock.now() }]);
+    } catch (error) {
+      this.host.released(this.runId, error instanceof FencedError ? "lost" : "store-error", error);
+      return;
+    }
+    this.host.released(this.runId, "suspended");
+    if (wait.wakeAt !== null) this.host.wakeAt(wait.wakeAt);
+    this.host.poke();
+  }
+
+  /** Records the run's outcome. Called at most once per execution. */
+  protected async settle(status: "succeeded" | "failed", value: unknown): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.order.close();
+    let output: StoredValue | null = null;
+    let error: string | null = null;
+    if (status === "succeeded") {
+      try {
+        output = toStored(value, `run ${this.runId} output`);
+      } catch (unstorable) {
+        status = "failed";
+        error = errorText(unstorable);
+      }
+    } else {
+      error = errorText(value);
+    }
+    this.stopSignal.abort(new FencedError("run settled"));
+    try {
+      await this.store.commit(this.fence, [{ type: "finish", runId: this.runId, status, output, error, at: this.clock.now() }]);
+    } catch (failure) {
+      this.host.released(this.runId, failure instanceof FencedError ? "lost" : "store-error", failure);
+      return;
+    }
+    const at = this.clock.now();
+    this.host.released(this.runId, "settled", undefined, {
+      ...this.run,
+      status,
+      output: output?.text ?? null,
+      error,
+      executorId: null,
+      wakeAt: null,
+      updatedAt: at,
+      finishedAt: at,
+    });
+    // Only a child's end can make work claimable here (its waiting parent); a top-level run's cannot.
+    if (this.run.parentId !== null) this.host.poke();
+  }
+
+  protected stop(reason: unknown): void {
+    this.stopped = true;
+    this.order.close();
+    this.stopSignal.abort(reason);
+  }
+
+  /** A store call failed under this run: let the executor load it again later; nothing is recorded. */
+  storeFailed<T>(error: unknown): Promise<T> {
+    if (!this.stopped) {
+      this.stop(error);
+      this.host.released(this.runId, "store-error", error);
+    }
+    return never();
+  }
+
+  /** The run was taken from this executor mid-operation. */
+  lostNever<T>(): Promise<T> {
+    this.lost();
+    return never();
+  }
+}

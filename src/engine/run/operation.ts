@@ -1,0 +1,84 @@
+import { RunNotFoundError } from "../../errors.js";
+import type { StepKind, StepRecord, StepRow } from "../../store/store.js";
+import { never, type Began, type JournalCore } from "./journal-core.js";
+
+/**
+ * A family of durable operations (a step, a sleep, a send, ...), as hooks on the one skeleton every
+ * operation goes through (`perform`):
+ *
+ *   begin → replay → live → record → write → settle
+ *
+ * — take the call's identity and look up its record; hand a recorded outcome back at its turn;
+ * otherwise wait for replay's clearance, act, build the record, commit it with its companion rows,
+ * hand the outcome over at its turn, and return it (or throw the recorded failure).
+ *
+ * An operation whose live part does not end in one commit of its record (a transaction commits
+ * inside its own SQL transaction, a receive inside the store, a sleep and a child's result may
+ * unload the run) has no `record` hook: its `act` then does the live part itself, with the core's
+ * helpers, and keeps the run's `active` count.
+ *
+ * The hooks are plain objects made once per family, not per call, and the skeleton adds no promise
+ * to an operation's common path: a step costs what the hand-written method it replaces did.
+ */
+export interface DurableOperation<Call, Work, T> {
+  /** Checks made at the call, before it takes an identity: a failure rejects the call. */
+  validate?(run: JournalCore, name: string, call: Call): void;
+  /** A record that does not end the operation (a sleep's start, a recv's deadline): the call goes on live from it. */
+  pending?(row: StepRow): boolean;
+  /** What a replayed record's value becomes for the caller (default: the value itself). */
+  replayed?(run: JournalCore, began: Began, call: Call, value: unknown): T;
+  /** Checks made only when the operation acts live: a replayed record is returned whatever they say. */
+  check?(run: JournalCore, name: string, call: Call): void;
+  /** False: a call without a record needs only a live run, not replay's clearance (`ctx.patched`). */
+  readonly clears?: boolean;
+  /** The live work: its result, or a promise of it. Without `record`, the operation's whole live part. */
+  act(run: JournalCore, began: Began, call: Call): Work | Promise<Work>;
+  /** The record of the work's outcome; sets `began.also` (rows committed with it) and `began.failed`/`thrown`. */
+  record?(run: JournalCore, began: Began, call: Call, work: Work): StepRecord;
+  /** The executor is poked after the commit: the operation enqueued work (a message, a child run). */
+  readonly pokes?: boolean;
+  /** The commit was refused because the destination run does not exist: record that as the outcome. */
+  refused?(run: JournalCore, began: Began, call: Call, step: StepRecord, error: RunNotFoundError): Promise<T>;
+  /** What the caller gets once the record is written (default: the work's result). */
+  result?(run: JournalCore, began: Began, call: Call, work: Work): T;
+}
+
+/** Runs one call of a durable operation through the skeleton (see DurableOperation). */
+export async function perform<Call, Work, T>(
+  run: JournalCore,
+  op: DurableOperation<Call, Work, T>,
+  call: Call,
+  kind: StepKind,
+  name: string,
+  fingerprint?: string,
+): Promise<T> {
+  op.validate?.(run, name, call);
+  const began = run.begin(name, kind, fingerprint);
+  if (began === null) return never();
+  const row = began.row;
+  if (row !== undefined && (op.pending === undefined || !op.pending(row))) {
+    const value = await run.replayed(row);
+    return op.replayed === undefined ? (value as T) : op.replayed(run, began, call, value);
+  }
+  op.check?.(run, name, call);
+  if (row === undefined && !(op.clears === false ? run.live() : await run.cleared(began))) return never();
+  if (op.record === undefined) return op.act(run, began, call) as Promise<T>;
+  run.active++;
+  try {
+    began.startedAt = run.clock.now();
+    let work = op.act(run, began, call);
+    if (work instanceof Promise) work = await work;
+    if (run.stopped) return never();
+    const step = op.record(run, began, call, work as Work);
+    try {
+      if (!(await run.writeAndDeliver(step, began.also, op.pokes === true))) return never();
+    } catch (error) {
+      if (op.refused === undefined || !(error instanceof RunNotFoundError)) throw error;
+      return await op.refused(run, began, call, step, error);
+    }
+    if (began.failed) throw began.thrown;
+    return op.result === undefined ? (work as unknown as T) : op.result(run, began, call, work as Work);
+  } finally {
+    run.settleActive();
+  }
+}
