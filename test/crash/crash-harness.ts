@@ -196,7 +196,7 @@ export function tally(entries: LedgerEntry[], kind: LedgerEntry["kind"]): Map<st
   return counts;
 }
 
-export { seededRandom } from "../../src/util/random.js";
+export { seededRandom } from "../../tools/util/random.js";
 
 async function within<T>(promise: Promise<T>, timeoutMs: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;

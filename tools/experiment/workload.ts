@@ -18,7 +18,7 @@
  * Needed per task: 9 model calls, 6 tool executions, 5 side effects, 1 approval.
  */
 
-import type { MockScript } from "../ai/mock-llm/index.js";
+import type { MockScript } from "../internal.js";
 
 export type AgentName = "support" | "billing";
 
