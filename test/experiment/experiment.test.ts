@@ -67,7 +67,9 @@ describe("npm run experiment", () => {
   beforeAll(async () => {
     await new Promise<void>((resolve, reject) => {
       execFile(process.execPath, [TSC, "-p", join(ROOT, "tools/tsconfig.json")], { cwd: ROOT }, (error, stdout) => {
-        if (error === null) resolve();
+        // tsc's exit code 2: type errors, but the JavaScript was written. Types are the typecheck's
+        // business (the matrix legs on another AI SDK tolerate some in tools/); this test runs the tool.
+        if (error === null || error.code === 2) resolve();
         else reject(new Error(`building tools/ failed:\n${stdout}`));
       });
     });
