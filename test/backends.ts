@@ -1,12 +1,11 @@
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { randomUUID } from "node:crypto";
 import pg from "pg";
+import { scratchDatabaseName, scratchDir } from "./scratch.js";
 
 /**
  * The backend matrix: every storage test body runs once per backend, against a real database — a
  * fresh SQLite file, or a fresh PostgreSQL database on the server named by CAIRN_TEST_POSTGRES_URL.
+ * Both are removed after the test run (see test/scratch.ts).
  */
 export interface Backend {
   name: "sqlite" | "postgres";
@@ -17,7 +16,7 @@ export interface Backend {
 const sqlite: Backend = {
   name: "sqlite",
   async freshDatabase() {
-    return join(mkdtempSync(join(tmpdir(), "cairn-test-")), "cairn.db");
+    return join(scratchDir("sqlite-"), "cairn.db");
   },
 };
 
@@ -26,7 +25,7 @@ const postgresUrl = process.env.CAIRN_TEST_POSTGRES_URL;
 const postgres: Backend = {
   name: "postgres",
   async freshDatabase() {
-    const name = `cairn_t_${randomUUID().replaceAll("-", "").slice(0, 16)}`;
+    const name = scratchDatabaseName();
     const admin = new pg.Client({ connectionString: postgresUrl });
     await admin.connect();
     try {

@@ -9,7 +9,6 @@ import { deleteCommand } from "./commands/delete.js";
 import { gc } from "./commands/gc.js";
 import { deny } from "./commands/deny.js";
 import { demo } from "./commands/demo.js";
-import { experiment } from "./commands/experiment.js";
 import { fork } from "./commands/fork.js";
 import { mockLlm } from "./commands/mock-llm.js";
 import { resume } from "./commands/resume.js";
@@ -23,7 +22,7 @@ import { commandHelp, overallHelp } from "./help.js";
 import { print } from "./output.js";
 
 const COMMANDS: readonly Command[] = [
-  ...[runs, show, why, sql, cancel, resume, fork, send, approvals, approve, deny, demo, experiment, mockLlm],
+  ...[runs, show, why, sql, cancel, resume, fork, send, approvals, approve, deny, demo, mockLlm],
   ...[deleteCommand, gc],
 ];
 

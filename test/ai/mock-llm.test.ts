@@ -1,6 +1,5 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
@@ -19,6 +18,7 @@ import {
 } from "../../src/testing/mock-llm/index.js";
 import { InvalidSpecError } from "../../src/index.js";
 import { cli, expectOneLineError } from "../cli/cli.js";
+import { scratchDir } from "../scratch.js";
 
 /** The real AI SDK against the mock, over loopback HTTP: the mock's wire format is what it parses. */
 
@@ -244,7 +244,7 @@ describe("mock LLM faults", () => {
 
 describe("mock LLM request log", () => {
   it("logs every request in memory and as JSON lines", async () => {
-    const log = join(mkdtempSync(join(tmpdir(), "cairn-mock-llm-")), "requests.jsonl");
+    const log = join(scratchDir("cairn-mock-llm-"), "requests.jsonl");
     const server = await serve(REFUND_SCRIPT, { log });
     await generateText({ model: modelOf(server), prompt: "Refund order 5", tools: refundTools([]), stopWhen: stepCountIs(5), maxRetries: 0 });
     const requests = server.requests();
@@ -300,7 +300,7 @@ describe("mock LLM scripts", () => {
   it("loads built-in scripts and files, and says what is wrong with a bad one", async () => {
     expect(await loadMockScript("builtin:refund")).toEqual(BUILTIN_SCRIPTS.refund);
     await expect(loadMockScript("builtin:nope")).rejects.toThrow('invalid mock-LLM script: "builtin:nope" — no such built-in script; there is builtin:refund');
-    const dir = mkdtempSync(join(tmpdir(), "cairn-mock-llm-"));
+    const dir = scratchDir("cairn-mock-llm-");
     writeFileSync(join(dir, "good.json"), JSON.stringify(GREETING));
     expect(await loadMockScript(join(dir, "good.json"))).toEqual(GREETING);
     writeFileSync(join(dir, "bad.json"), "{ rules: ");
@@ -320,7 +320,7 @@ describe("cairn mock-llm", () => {
   const MAIN = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
 
   it("reports a bad script in one line, exit code 1", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "cairn-mock-llm-"));
+    const dir = scratchDir("cairn-mock-llm-");
     const script = join(dir, "script.json");
     writeFileSync(script, JSON.stringify({ rules: [{ match: { lastRole: "bot" }, reply: { content: "x" } }] }));
     expectOneLineError(await cli(["mock-llm", "--port", "0", "--script", script]), /invalid rules\[0\]\.match\.lastRole in .*script\.json: "bot"/);

@@ -1,5 +1,4 @@
-import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import pg from "pg";
@@ -8,6 +7,7 @@ import { BACKENDS, type Backend } from "../backends.js";
 import { cairnFactory } from "../harness.js";
 import { cli, expectOneLineError } from "./cli.js";
 import { storeOf } from "../../src/internal.js";
+import { scratchDir } from "../scratch.js";
 
 /** A database that exists but is not Cairn's: an empty PostgreSQL database, a SQLite file of someone else's. */
 async function foreignDatabase(backend: Backend): Promise<string> {
@@ -88,7 +88,7 @@ describe.each(BACKENDS)("cairn errors on $name", (backend) => {
 
 describe("cairn errors on SQLite files", () => {
   it("never creates a database file: a missing one is an error", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "cairn-cli-"));
+    const dir = scratchDir("cairn-cli-");
     const missing = join(dir, "missing.db");
     for (const args of EVERY_DATABASE_COMMAND) {
       expectOneLineError(await cli([...args, "--database", missing]), /no database at .*missing\.db/);
@@ -98,7 +98,7 @@ describe("cairn errors on SQLite files", () => {
   });
 
   it("refuses a file that is not SQLite at all", async () => {
-    const file = join(mkdtempSync(join(tmpdir(), "cairn-cli-")), "notes.txt");
+    const file = join(scratchDir("cairn-cli-"), "notes.txt");
     writeFileSync(file, "not a database\n".repeat(100));
     expectOneLineError(await cli(["runs", "--database", file]), /notes\.txt is not a Cairn database/);
     expectOneLineError(await cli(["cancel", "x", "--database", file]), /notes\.txt is not a Cairn database/);

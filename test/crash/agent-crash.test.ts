@@ -1,7 +1,6 @@
 import Database from "better-sqlite3";
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
@@ -11,6 +10,7 @@ import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
 import { Worker } from "./crash-harness.js";
 import { storeOf } from "../../src/internal.js";
+import { scratchDir } from "../scratch.js";
 
 /**
  * SIGKILL crash tests for agents: test/fixtures/agent-worker.mjs (over the built package) runs
@@ -116,7 +116,7 @@ describe.each(BACKENDS)("SIGKILL during agents on $name", (backend) => {
 
   async function setUp(latencyMs = 0): Promise<{ db: string; observer: Cairn; llm: MockLlm }> {
     llm = await startMockLlm({ script: SCRIPT, latencyMs });
-    ledger = join(mkdtempSync(join(tmpdir(), "cairn-agent-crash-")), "ledger.txt");
+    ledger = join(scratchDir("cairn-agent-crash-"), "ledger.txt");
     const db = await env.database();
     // The test's own Cairn on the database: never launched; it reads, and approves.
     return { db, observer: env.cairn(db), llm };

@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach } from "vitest";
+import { scratchDir } from "../scratch.js";
 
 /**
  * Real worker processes for the crash tests: test/fixtures/crash-worker.mjs over the built
@@ -161,7 +161,7 @@ export function workerFactory() {
   return {
     /** A fresh, empty ledger file path. */
     ledger(): string {
-      return join(mkdtempSync(join(tmpdir(), "cairn-crash-")), "ledger.txt");
+      return join(scratchDir("cairn-crash-"), "ledger.txt");
     },
     spawn(options: WorkerOptions): Worker {
       const env: NodeJS.ProcessEnv = { ...process.env, DB: options.database, LEDGER: options.ledger };
@@ -196,7 +196,7 @@ export function tally(entries: LedgerEntry[], kind: LedgerEntry["kind"]): Map<st
   return counts;
 }
 
-export { seededRandom } from "../../src/util/random.js";
+export { seededRandom } from "../../tools/util/random.js";
 
 async function within<T>(promise: Promise<T>, timeoutMs: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;

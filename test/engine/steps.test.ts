@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { NonDeterminismError, TerminalError, TimeoutError, UnserializableError } from "../../src/index.js";
+import { ManualClock } from "../../src/testing/index.js";
 import { BACKENDS } from "../backends.js";
-import { cairnFactory } from "../harness.js";
+import { advanceUntilSettled, cairnFactory } from "../harness.js";
 import { storeOf } from "../../src/internal.js";
 
 describe.each(BACKENDS)("steps on $name", (backend) => {
@@ -100,8 +101,10 @@ describe.each(BACKENDS)("steps on $name", (backend) => {
   });
 
   it("retries with backoff, honours shouldRetry and TerminalError, and times out attempts", async () => {
+    // The backoff and the attempt timeout run on the Cairn's clock: a manual one, moved below.
+    const clock = new ManualClock();
     const db = await env.database();
-    const cairn = env.cairn(db);
+    const cairn = env.cairn(db, { clock });
     let attempts = 0;
     let aborted = false;
     const wf = cairn.workflow("retry", async (ctx) => {
@@ -133,7 +136,7 @@ describe.each(BACKENDS)("steps on $name", (backend) => {
       return { flaky, terminal, refused, slow };
     });
     await cairn.launch();
-    const out = await (await wf.start(undefined)).result();
+    const out = await advanceUntilSettled(clock, (await wf.start(undefined)).result(), 5);
     expect(out).toEqual({ flaky: 3, terminal: "TerminalError", refused: "bad input", slow: "TimeoutError" });
     expect(attempts).toBe(3);
     expect(aborted).toBe(true);

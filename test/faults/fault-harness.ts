@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach } from "vitest";
 import { Worker } from "../crash/crash-harness.js";
+import { scratchDir as runScratchDir } from "../scratch.js";
 
 /**
  * Real executor processes (test/fixtures/fault-worker.mjs) driven over stdin while a test injects a
@@ -129,7 +130,7 @@ export function sum(values: Iterable<number>): number {
 }
 
 export function scratchDir(label: string): string {
-  return mkdtempSync(join(tmpdir(), `cairn-fault-${label.replace(/[^a-z0-9]+/gi, "-")}-`));
+  return runScratchDir(`cairn-fault-${label.replace(/[^a-z0-9]+/gi, "-")}-`);
 }
 
 // ---- a PostgreSQL cluster of the test's own --------------------------------------------------

@@ -1,6 +1,5 @@
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import ts from "typescript";
@@ -10,6 +9,7 @@ import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
 import { interpret, Observations, programs, shrinkCandidates, size, type Node, type Program } from "./program.js";
 import { storeOf } from "../../src/internal.js";
+import { scratchDir } from "../scratch.js";
 
 /**
  * The replay fuzzer (FoundationDB-style simulation): seeded random programs — trees of
@@ -142,7 +142,7 @@ describe.each(BACKENDS)("replay fuzzer on $name", (backend) => {
    */
   async function runKilled(killSeed: number, n: number, killAfterMs: number): Promise<Outcome[]> {
     const db = await env.database();
-    const observationsFile = join(mkdtempSync(join(tmpdir(), "cairn-fuzz-")), "observations.jsonl");
+    const observationsFile = join(scratchDir("cairn-fuzz-"), "observations.jsonl");
     writeFileSync(observationsFile, "");
     const worker = spawn(process.execPath, [fileURLToPath(new URL("../fixtures/fuzz-worker.mjs", import.meta.url))], {
       env: { ...process.env, DB: db, PROGRAM_JS: transpiledInterpreter(), SEED: String(killSeed), COUNT: String(n), OBSERVATIONS: observationsFile },

@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
+import { chmodSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -19,6 +19,7 @@ import { BACKENDS, type Backend } from "../backends.js";
 import { cli, expectOneLineError } from "../cli/cli.js";
 import { cairnFactory } from "../harness.js";
 import { storeOf } from "../../src/internal.js";
+import { scratchDir } from "../scratch.js";
 
 /**
  * A catalogue of bad inputs, each with the error it must give — values, names, ids, topics, options,
@@ -152,13 +153,13 @@ const CLI_CASES: CliCase[] = [
 ];
 
 function textFile(): string {
-  const path = join(mkdtempSync(join(tmpdir(), "cairn-bad-")), "notes.txt");
+  const path = join(scratchDir("cairn-bad-"), "notes.txt");
   writeFileSync(path, "not a database\n".repeat(200));
   return path;
 }
 
 function emptySqlite(): string {
-  const path = join(mkdtempSync(join(tmpdir(), "cairn-bad-")), "other.db");
+  const path = join(scratchDir("cairn-bad-"), "other.db");
   const db = new Database(path);
   db.exec("CREATE TABLE t (x)");
   db.close();
@@ -239,7 +240,7 @@ describe.each(BACKENDS)("a catalogue of bad inputs on $name", (backend) => {
 
 describe("bad inputs that need a file the user cannot write (SQLite)", () => {
   it("cancel on a read-only database file says so, instead of reporting a bug in cairn", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "cairn-ro-"));
+    const dir = scratchDir("cairn-ro-");
     const database = join(dir, "ro.db");
     const cairn = new Cairn({ database, onError: () => undefined });
     const waiter = cairn.workflow("waiter", async (ctx) => ctx.recv("never"));
@@ -268,7 +269,7 @@ describe("bad inputs that need a file the user cannot write (SQLite)", () => {
   });
 
   it("a peer holding SQLite's write lock makes a writer wait a bounded time, then fail with a clear error", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "cairn-busy-"));
+    const dir = scratchDir("cairn-busy-");
     const database = join(dir, "busy.db");
     const cairn = new Cairn({ database, onError: () => undefined });
     const waiter = cairn.workflow("waiter", async (ctx) => ctx.recv("never"));

@@ -1,6 +1,5 @@
 import { execFile } from "node:child_process";
-import { existsSync, mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
@@ -8,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import { BACKENDS, type Backend } from "../backends.js";
 import { cli, expectOk, expectOneLineError } from "../cli/cli.js";
 import { cairnFactory } from "../harness.js";
+import { scratchDir } from "../scratch.js";
 
 /** A database with one finished run. */
 async function populated(env: ReturnType<typeof cairnFactory>): Promise<string> {
@@ -98,7 +98,7 @@ describe.skipIf(postgresUrl === undefined)("cairn sql on postgres: what the data
 
   it("refuses COPY, PROGRAM, file reads, signals, role changes and advisory locks, and leaves nothing behind", async () => {
     const database = await populated(env);
-    const marker = join(mkdtempSync(join(tmpdir(), "cairn-sql-")), "pwned");
+    const marker = join(scratchDir("cairn-sql-"), "pwned");
     const cases: [string, RegExp][] = [
       [`COPY (SELECT 1) TO PROGRAM 'touch ${marker}'`, /refused: .*pg_execute_server_program/],
       [`COPY (SELECT 1) TO '${marker}'`, /refused: .*pg_write_server_files/],

@@ -1,13 +1,13 @@
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
+import { scratchDir } from "../scratch.js";
 
 /** The `exports` map is the API: another project that depends on Cairn imports it by name. */
 describe("the package", () => {
   it("is importable as `cairn` and `cairn/testing` from another ESM project (compiled dist/)", () => {
-    const project = mkdtempSync(join(tmpdir(), "cairn-consumer-"));
+    const project = scratchDir("cairn-consumer-");
     mkdirSync(join(project, "node_modules"));
     symlinkSync(resolve("."), join(project, "node_modules", "cairn"), "dir");
     writeFileSync(join(project, "package.json"), JSON.stringify({ name: "consumer", type: "module", dependencies: { cairn: "*" } }));
@@ -27,7 +27,7 @@ describe("the package", () => {
   });
 
   it("serves the mock LLM from `cairn/testing`, not from `cairn/ai`", () => {
-    const project = mkdtempSync(join(tmpdir(), "cairn-consumer-"));
+    const project = scratchDir("cairn-consumer-");
     mkdirSync(join(project, "node_modules"));
     symlinkSync(resolve("."), join(project, "node_modules", "cairn"), "dir");
     writeFileSync(join(project, "package.json"), JSON.stringify({ name: "consumer", type: "module", dependencies: { cairn: "*" } }));

@@ -3,7 +3,7 @@
  * a terminal; elsewhere (a pipe, CI) a line per finished pass.
  */
 
-import type { ExperimentObserver } from "../run-experiment.js";
+import type { ExperimentObserver } from "../results.js";
 import type { PassProgress } from "../pass-record.js";
 
 const WIDTH = 20;

@@ -3,7 +3,7 @@
  * the mock model's request log and the services' ledger — never from a runtime's report on itself.
  */
 
-import type { LoggedRequest } from "../testing/mock-llm/index.js";
+import type { LoggedRequest } from "../../src/testing/index.js";
 import type { PassRecord } from "./pass-record.js";
 import { appliedEffects, duplicatedEffectTasks, duplicateEffects } from "./services/ledger.js";
 import type { ArmName } from "./settings.js";

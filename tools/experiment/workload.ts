@@ -18,7 +18,7 @@
  * Needed per task: 9 model calls, 6 tool executions, 5 side effects, 1 approval.
  */
 
-import type { MockScript } from "../testing/mock-llm/index.js";
+import type { MockScript } from "../../src/testing/index.js";
 
 export type AgentName = "support" | "billing";
 

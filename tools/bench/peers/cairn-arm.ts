@@ -1,4 +1,4 @@
-import { Cairn } from "../../index.js";
+import { Cairn } from "../../../src/index.js";
 import type { ScratchDatabase } from "../scratch-databases.js";
 import { driveRuns, expectCount, expectLastStep, stepValue, STEPS_PER_RUN, type Arm, type Backend, type StepValue } from "./workload.js";
 import { storeOf } from "../../internal.js";

@@ -1,5 +1,5 @@
 /**
- * A worker process of `cairn experiment`: runs the workload's tasks on one runtime, printing
+ * A worker process of `npm run experiment`: runs the workload's tasks on one runtime, printing
  * markers (markers.ts) on stdout, until its tasks are over — or until the supervisor SIGKILLs it.
  * Configured by the supervisor through one environment variable (worker-config.ts).
  */

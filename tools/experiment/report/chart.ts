@@ -4,7 +4,7 @@
  */
 
 import type { ArmResult } from "../metrics.js";
-import type { ExperimentResults } from "../run-experiment.js";
+import type { ExperimentResults } from "../results.js";
 import { compact } from "./columns.js";
 
 interface Metric {

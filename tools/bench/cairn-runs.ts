@@ -1,4 +1,4 @@
-import { Cairn } from "../index.js";
+import { Cairn } from "../../src/index.js";
 import type { Timing } from "./stats.js";
 import { storeOf } from "../internal.js";
 

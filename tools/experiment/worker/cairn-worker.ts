@@ -6,8 +6,8 @@
  * id) and waits for every task; after a crash, whichever executor looks first recovers the runs.
  */
 
-import { Cairn, RunNotFoundError } from "../../index.js";
-import { idempotencyKey, type AgentOutput } from "../../ai/index.js";
+import { Cairn, RunNotFoundError } from "../../../src/index.js";
+import { idempotencyKey, type AgentOutput } from "../../../src/ai/index.js";
 import {
   APPROVAL_TOOL,
   BILLING_SYSTEM,

@@ -4,7 +4,7 @@ import { END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import { generateText, jsonSchema, tool, type ModelMessage } from "ai";
 import Database from "better-sqlite3";
-import { Cairn } from "../index.js";
+import { Cairn } from "../../src/index.js";
 import { conversation, TOOL_NAME, type Turn } from "./agent-conversation.js";
 import { CheckpointTimer, checkpointedSize, columnBytes, sum, synchronousOf, type Span, type Synchronous } from "./agent-measures.js";
 import { scratchSqlite } from "./scratch-databases.js";

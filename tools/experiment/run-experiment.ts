@@ -10,6 +10,7 @@ import { cpus } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Arm, PassKind } from "./arms/arm.js";
+import type { ExperimentObserver, ExperimentResults } from "./results.js";
 import { cairnArm } from "./arms/cairn-arm.js";
 import { conventionalArm } from "./arms/conventional-arm.js";
 import { langGraphArm } from "./arms/langgraph-arm.js";
@@ -17,33 +18,8 @@ import { faultSchedule, type Fault } from "./fault-schedule.js";
 import { armResult, stepStats, type ArmResult } from "./metrics.js";
 import { renderChart } from "./report/chart.js";
 import { renderMarkdown } from "./report/markdown.js";
-import type { PassProgress } from "./pass-record.js";
 import { runPass } from "./run-pass.js";
 import { DEFAULTS, QUICK, type ArmName, type ExperimentSettings } from "./settings.js";
-
-export interface ExperimentResults {
-  seed: number;
-  faults: Fault[];
-  arms: ArmResult[];
-  /** Arms that could not run here, and why. */
-  skipped: { arm: ArmName; reason: string }[];
-  /** The no-fault, no-durability reference the overheads are measured against. */
-  baseline: { p50StepMs: number; p99StepMs: number; steps: number; throughputTasksPerMin: number };
-  settings: Omit<ExperimentSettings, "postgresUrl" | "out">;
-  /** The command that reproduces this run. */
-  command: string;
-  startedAt: string;
-  durationMs: number;
-  machine: { cpus: number; cpuModel: string; node: string; platform: string };
-}
-
-/** What the caller shows while the experiment runs. */
-export interface ExperimentObserver {
-  passStarted(label: string, index: number, total: number, progress: PassProgress): void;
-  passProgress(progress: PassProgress): void;
-  passEnded(label: string, elapsedMs: number): void;
-  note(text: string): void;
-}
 
 const ARM_IMPLEMENTATIONS: Readonly<Record<ArmName, Arm>> = {
   conventional: conventionalArm,
@@ -58,7 +34,7 @@ export function workerPath(): string {
 
 export async function runExperiment(settings: ExperimentSettings, observer: ExperimentObserver): Promise<ExperimentResults> {
   const worker = workerPath();
-  if (!existsSync(worker)) throw new Error(`the experiment's worker is missing (${worker}): build first with npm run build`);
+  if (!existsSync(worker)) throw new Error(`the experiment's worker is missing (${worker}): build first with npm run build:tools`);
   const started = Date.now();
   const out = resolve(settings.out);
   const runs = join(out, "runs");

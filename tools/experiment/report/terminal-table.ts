@@ -1,5 +1,5 @@
-import { table } from "../../cli/output.js";
-import type { ExperimentResults } from "../run-experiment.js";
+import { table } from "../../internal.js";
+import type { ExperimentResults } from "../results.js";
 import { RESULT_COLUMNS } from "./columns.js";
 
 /** The results as an aligned table for the terminal. */

@@ -1,7 +1,7 @@
 /** results.md: the table, the chart, the schedule, how each figure is measured, and the details per arm. */
 
 import type { ArmResult } from "../metrics.js";
-import type { ExperimentResults } from "../run-experiment.js";
+import type { ExperimentResults } from "../results.js";
 import { MODEL_CALLS_PER_TASK, SIDE_EFFECTS_PER_TASK, TOOL_CALLS_PER_TASK } from "../workload.js";
 import { compact, milliseconds, RESULT_COLUMNS } from "./columns.js";
 

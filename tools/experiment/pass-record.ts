@@ -1,6 +1,6 @@
 /** What one pass produced: the plan it ran, and what the supervisor saw and the outside world recorded. */
 
-import type { LoggedRequest } from "../testing/mock-llm/index.js";
+import type { LoggedRequest } from "../../src/testing/index.js";
 import type { Arm, Diagnosis, PassKind, Reproduction } from "./arms/arm.js";
 import type { Fault } from "./fault-schedule.js";
 import type { Marker } from "./markers.js";

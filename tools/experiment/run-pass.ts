@@ -7,7 +7,7 @@
 
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { startMockLlm } from "../testing/mock-llm/index.js";
+import { startMockLlm } from "../../src/testing/index.js";
 import type { ArmSession } from "./arms/arm.js";
 import { parsePoint, type Fault } from "./fault-schedule.js";
 import type { PassPlan, PassRecord } from "./pass-record.js";

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { Cairn } from "../../index.js";
+import { Cairn } from "../../../src/index.js";
 import type { ApprovalDesk } from "../supervisor/approver.js";
 import { APP_VERSION } from "../worker/cairn-worker.js";
 import { slotOf, type Arm, type ArmSession, type PassContext } from "./arm.js";

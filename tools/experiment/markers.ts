@@ -8,7 +8,7 @@
  * that LangGraph skips because its checkpoint holds the result, prints nothing.
  */
 
-import { markerChannel } from "../util/line-markers.js";
+import { markerChannel } from "../internal.js";
 import type { AgentName } from "./workload.js";
 
 export type Marker =
