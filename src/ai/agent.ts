@@ -1,6 +1,5 @@
-import type { LanguageModelV3 } from "@ai-sdk/provider";
 import { replayableIdGenerator } from "./replayable-ids.js";
-import { generateText, jsonSchema, stepCountIs, tool, type ModelMessage, type OutputInterface as OutputSpec, type ToolLoopAgentSettings, type ToolSet } from "ai";
+import { generateText, jsonSchema, stepCountIs, tool, type ModelMessage, type ToolSet } from "ai";
 import { InvalidSpecError } from "../errors.js";
 import type { WorkflowContext } from "../engine/context.js";
 import { validateWorkflowName } from "../engine/names.js";
@@ -12,6 +11,7 @@ import { openScopeOp, tighter, validateBudget, type Budget } from "./budget.js";
 import { durableTools, type Permissions } from "./durable-tools.js";
 import type { Pricing } from "./pricing.js";
 import { recordedModel } from "./recorded-model.js";
+import type { CairnLanguageModel, SdkAgentSettings } from "./sdk-version.js";
 
 /**
  * The `ToolLoopAgent` settings Cairn passes through to the AI SDK loop unchanged: `instructions`,
@@ -24,13 +24,13 @@ import { recordedModel } from "./recorded-model.js";
  * Callbacks run again when a run replays (with the recorded results).
  */
 export type LoopSettings = Omit<
-  ToolLoopAgentSettings<never, ToolSet, OutputSpec>,
+  SdkAgentSettings,
   "model" | "tools" | "id" | "maxRetries" | "timeout" | "callOptionsSchema" | "prepareCall" | "experimental_toolApprovalSecret" | "experimental_download"
 >;
 
 export interface AgentSpec extends LoopSettings {
-  /** Any Vercel AI SDK language model (specification v3). */
-  model: LanguageModelV3;
+  /** Any Vercel AI SDK language model object: specification v3 (ai@6, ai@7) or v4 (ai@7). */
+  model: CairnLanguageModel;
   /** The system prompt (the AI SDK's `instructions`; either name works). */
   system?: string;
   /** AI SDK tools; each execution is a durable step. `needsApproval` waits for a Cairn approval. */
@@ -94,7 +94,7 @@ export type Agent = Workflow<AgentInput, AgentOutput>;
 export function validateAgentSpec(name: string, spec: AgentSpec): void {
   validateWorkflowName(name, "agent name");
   if (spec === null || typeof spec !== "object") throw new InvalidSpecError("spec", spec, `agent "${name}" needs a spec object`);
-  const model = spec.model as Partial<LanguageModelV3> | undefined;
+  const model = spec.model as Partial<CairnLanguageModel> | undefined;
   if (model === undefined || typeof model.doGenerate !== "function") {
     throw new InvalidSpecError("model", spec.model, `agent "${name}" needs an AI SDK language model (e.g. provider.chatModel("id"))`);
   }
@@ -146,13 +146,13 @@ export function agentBody(spec: AgentSpec, settings: AgentSettings = {}) {
       onBudgetExceeded: spec.onBudgetExceeded ?? "fail",
       ...(spec.modelTimeoutMs === undefined ? {} : { timeoutMs: spec.modelTimeoutMs }),
     } as const;
-    const recorded = new WeakMap<object, LanguageModelV3>();
-    const record = (model: unknown, field: string): LanguageModelV3 => {
-      if (model === null || typeof model !== "object" || typeof (model as LanguageModelV3).doGenerate !== "function") {
+    const recorded = new WeakMap<object, CairnLanguageModel>();
+    const record = (model: unknown, field: string): CairnLanguageModel => {
+      if (model === null || typeof model !== "object" || typeof (model as CairnLanguageModel).doGenerate !== "function") {
         throw new InvalidSpecError(field, model, "Cairn records model calls of AI SDK language model objects (e.g. provider.chatModel(\"id\")), not model id strings");
       }
       let wrapped = recorded.get(model);
-      if (wrapped === undefined) recorded.set(model, (wrapped = recordedModel(run, model as LanguageModelV3, modelOptions)));
+      if (wrapped === undefined) recorded.set(model, (wrapped = recordedModel(run, model as CairnLanguageModel, modelOptions)));
       return wrapped;
     };
     const tools: ToolSet = { ...durableTools(run, ctx, spec.tools ?? {}, spec.permissions), ...subAgentTools(ctx, spec, state.scopeId) };

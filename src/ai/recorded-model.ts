@@ -1,5 +1,4 @@
 import { AISDKError, APICallError, type LanguageModelV3, type LanguageModelV3CallOptions, type LanguageModelV3Content, type LanguageModelV3GenerateResult, type LanguageModelV3StreamPart } from "@ai-sdk/provider";
-import { wrapLanguageModel } from "ai";
 import { BudgetExceededError } from "../errors.js";
 import type { DurableRun } from "../engine/durable-run.js";
 import type { StepOptions } from "../engine/context.js";
@@ -16,6 +15,7 @@ import { journalError, originalError, providerErrorRecord, rebuildProviderError,
 import { modelCallReturned } from "./replayable-ids.js";
 import { decodeBody, encodeBody, recordedBodyForm, type BodyForm, type EncodedBody } from "./request-body.js";
 import { appendChunk, chunkOf, streamBand, streamChunkOps } from "./stream-chunks.js";
+import { canonicalCallOptions, canonicalGenerateResult, canonicalStreamPart, sdkGenerateResult, sdkStreamPart, specOf, type CairnLanguageModel } from "./sdk-version.js";
 
 export interface RecordedModelOptions {
   /** The budget scope charged (an agent's run id); none: no budget. */
@@ -59,8 +59,16 @@ export interface RecordedModelOptions {
  * without Cairn — unless it broke before its first part and Cairn's own `retries` has attempts left,
  * then it is tried again. Raw chunks are recorded when the call asks for them
  * (`includeRawChunks`).
+ *
+ * Both AI SDK majors: the model returned implements the specification of the model given (v3 or
+ * v4); calls are recorded in the v3 form whichever it is (sdk-version.ts), so records do not depend
+ * on the major that wrote them. The wrapper is Cairn's own (what `wrapLanguageModel` builds, without
+ * loading `ai`).
  */
-export function recordedModel(run: DurableRun, model: LanguageModelV3, options: RecordedModelOptions = {}): LanguageModelV3 {
+export function recordedModel<M extends CairnLanguageModel>(run: DurableRun, given: M, options: RecordedModelOptions = {}): M {
+  const spec = specOf(given);
+  // Called with the SDK's own (v3 or v4) options; its results are made canonical where they arrive.
+  const model = given as unknown as LanguageModelV3;
   const state = agentState(run);
   const name = `${model.provider}:${model.modelId}`;
   const stepOptions = (params: LanguageModelV3CallOptions, streamStarted: () => boolean): StepOptions => ({
@@ -130,11 +138,14 @@ export function recordedModel(run: DurableRun, model: LanguageModelV3, options: 
     return form === undefined ? undefined : decodeBody(run, seq, form, params.prompt, (at) => recordedBodyForm(run, at));
   }
 
-  return wrapLanguageModel({
-    model,
-    middleware: {
-      specificationVersion: "v3",
-      wrapGenerate: async ({ params, model: inner }) => {
+  const inner = model;
+  const wrapped = {
+    specificationVersion: spec,
+    provider: model.provider,
+    modelId: model.modelId,
+    supportedUrls: model.supportedUrls,
+    doGenerate: async (sdkParams: unknown): Promise<unknown> => {
+        const params = canonicalCallOptions(sdkParams, spec);
         const release = await inOrder();
         let chain: string[] = [];
         let prompt: PromptRecord | undefined;
@@ -155,7 +166,7 @@ export function recordedModel(run: DurableRun, model: LanguageModelV3, options: 
             const started = run.clock.now();
             let result: LanguageModelV3GenerateResult;
             try {
-              result = await inner.doGenerate({ ...params, abortSignal: withSignal(params, signal) });
+              result = canonicalGenerateResult(await inner.doGenerate({ ...(sdkParams as LanguageModelV3CallOptions), abortSignal: withSignal(params, signal) }), spec);
             } catch (error) {
               throw failure(error, params);
             }
@@ -186,17 +197,24 @@ export function recordedModel(run: DurableRun, model: LanguageModelV3, options: 
         const { latencyMs: _latency, requestBody, ...result } = record;
         void _latency;
         const requestBodyValue = await requestBodyOf(live, requestBody, recordedSeq ?? -1, params);
-        return { ...result, ...(requestBodyValue === undefined ? {} : { request: { body: requestBodyValue } }) } as LanguageModelV3GenerateResult;
-      },
+        return sdkGenerateResult({ ...result, ...(requestBodyValue === undefined ? {} : { request: { body: requestBodyValue } }) } as LanguageModelV3GenerateResult, spec);
+    },
 
-      wrapStream: async ({ params, model: inner }) => {
+    doStream: async (sdkParams: unknown): Promise<unknown> => {
+        const params = canonicalCallOptions(sdkParams, spec);
         const release = await inOrder();
         let chain: string[] = [];
         let delivered = false;
         let band = streamBand(run);
         let liveCall = false;
-        let consumer!: ReadableStreamDefaultController<LanguageModelV3StreamPart>;
-        const stream = new ReadableStream<LanguageModelV3StreamPart>({ start: (c) => void (consumer = c) });
+        let sdkConsumer!: ReadableStreamDefaultController<unknown>;
+        const stream = new ReadableStream<unknown>({ start: (c) => void (sdkConsumer = c) });
+        // Parts reach the SDK in the model's own specification.
+        const consumer = {
+          enqueue: (part: LanguageModelV3StreamPart) => sdkConsumer.enqueue(sdkStreamPart(part, spec)),
+          error: (error: unknown) => sdkConsumer.error(error),
+          close: () => sdkConsumer.close(),
+        };
         let prompt: PromptRecord | undefined;
         let body: EncodedBody | undefined;
         let live: { body: unknown; headers: Record<string, string> | undefined; thrown?: unknown } | undefined;
@@ -219,7 +237,7 @@ export function recordedModel(run: DurableRun, model: LanguageModelV3, options: 
             const started = run.clock.now();
             let result: Awaited<ReturnType<LanguageModelV3["doStream"]>>;
             try {
-              result = await inner.doStream({ ...params, abortSignal: withSignal(params, signal) });
+              result = await inner.doStream({ ...(sdkParams as LanguageModelV3CallOptions), abortSignal: withSignal(params, signal) });
             } catch (error) {
               throw failure(error, params);
             }
@@ -243,7 +261,9 @@ export function recordedModel(run: DurableRun, model: LanguageModelV3, options: 
             inBand = bodies(params);
             let thrown: ProviderErrorRecord | undefined;
             try {
-              for await (const part of result.stream) {
+              for await (const sdkPart of result.stream) {
+                const part = canonicalStreamPart(sdkPart, spec);
+                if (part === null) continue;
                 if (part.type === "raw" && params.includeRawChunks !== true) continue;
                 if (first) {
                   first = false;
@@ -334,9 +354,9 @@ export function recordedModel(run: DurableRun, model: LanguageModelV3, options: 
         finished.catch(() => undefined);
         const opening = await Promise.race([head, finished.then(() => head)]);
         return { stream, ...opening };
-      },
     },
-  });
+  };
+  return wrapped as unknown as M;
 
   async function rebuildPart(error: unknown, params: LanguageModelV3CallOptions): Promise<unknown> {
     const record = (error as { $cairnError?: ProviderErrorRecord } | null)?.$cairnError;

@@ -155,7 +155,7 @@ describe.each(BACKENDS)("cairn.agent at parity with ToolLoopAgent on $name", (ba
     expect(out.toolResults[0]!.output).toEqual({ version: 1, artifact: "order-3.txt" });
     const memory = await cairn.store().select<{ agent: string; key: string }>("SELECT agent, key FROM cairn_memory");
     expect(memory).toEqual([{ agent: "notes", key: "last-order" }]);
-    expect(() => toolContext({ toolCallId: "x", messages: [] })).toThrow(/inside a tool run by cairn.agent or ctx.tools/);
+    expect(() => toolContext({ toolCallId: "x", messages: [] } as unknown as Parameters<typeof toolContext>[0])).toThrow(/inside a tool run by cairn.agent or ctx.tools/);
   });
 
   it("replays a tool's memory and artifact writes after a restart without writing them again", async () => {
