@@ -1,5 +1,5 @@
 import { replayableIdGenerator } from "./replayable-ids.js";
-import { generateText, jsonSchema, stepCountIs, tool, type ModelMessage, type ToolSet } from "ai";
+import type { ModelMessage, ToolSet } from "ai";
 import { InvalidSpecError } from "../errors.js";
 import type { WorkflowContext } from "../engine/context.js";
 import { validateWorkflowName } from "../engine/names.js";
@@ -11,7 +11,8 @@ import { openScopeOp, tighter, validateBudget, type Budget } from "./budget.js";
 import { durableTools, type Permissions } from "./durable-tools.js";
 import type { Pricing } from "./pricing.js";
 import { recordedModel } from "./recorded-model.js";
-import type { CairnLanguageModel, SdkAgentSettings } from "./sdk-version.js";
+import { allResponseMessages, type CairnLanguageModel, type SdkAgentSettings } from "./sdk-version.js";
+import { sdk } from "./sdk.js";
 
 /**
  * The `ToolLoopAgent` settings Cairn passes through to the AI SDK loop unchanged: `instructions`,
@@ -161,6 +162,7 @@ export function agentBody(spec: AgentSpec, settings: AgentSettings = {}) {
       model: _model, system, instructions, tools: _tools, permissions: _permissions, budget: _budget, pricing: _pricing, agents: _agents,
       maxSteps, modelRetries: _retries, modelTimeoutMs: _timeout, onBudgetExceeded: _onBudget, prepareStep, stopWhen, ...loop
     } = spec;
+    const { generateText, stepCountIs } = sdk().ai;
     const result = await generateText({
       ...loop,
       model: record(spec.model, "model"),
@@ -198,7 +200,7 @@ export function agentBody(spec: AgentSpec, settings: AgentSettings = {}) {
       reasoning,
       reasoningText: reasoning.length === 0 ? undefined : reasoning.join("\n"),
       ...(spec.output === undefined ? {} : { output: result.output as unknown }),
-      response: { messages: result.response.messages },
+      response: { messages: allResponseMessages(result) },
     };
   };
 }
@@ -206,6 +208,7 @@ export function agentBody(spec: AgentSpec, settings: AgentSettings = {}) {
 /** Sub-agents as tools: calling one delegates to it as a child run with a carved-out budget. */
 function subAgentTools(ctx: WorkflowContext, spec: AgentSpec, scopeId: string | undefined): ToolSet {
   const tools: ToolSet = {};
+  const { jsonSchema, tool } = sdk().ai;
   for (const [name, entry] of Object.entries(spec.agents ?? {})) {
     tools[name] = tool({
       description: entry.description,

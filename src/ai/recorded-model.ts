@@ -1,4 +1,4 @@
-import { AISDKError, APICallError, type LanguageModelV3, type LanguageModelV3CallOptions, type LanguageModelV3Content, type LanguageModelV3GenerateResult, type LanguageModelV3StreamPart } from "@ai-sdk/provider";
+import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3Content, LanguageModelV3GenerateResult, LanguageModelV3StreamPart } from "@ai-sdk/provider";
 import { BudgetExceededError } from "../errors.js";
 import type { DurableRun } from "../engine/durable-run.js";
 import type { StepOptions } from "../engine/context.js";
@@ -15,6 +15,7 @@ import { journalError, originalError, providerErrorRecord, rebuildProviderError,
 import { modelCallReturned } from "./replayable-ids.js";
 import { decodeBody, encodeBody, recordedBodyForm, type BodyForm, type EncodedBody } from "./request-body.js";
 import { appendChunk, chunkOf, streamBand, streamChunkOps } from "./stream-chunks.js";
+import { sdk } from "./sdk.js";
 import { canonicalCallOptions, canonicalGenerateResult, canonicalStreamPart, sdkGenerateResult, sdkStreamPart, specOf, type CairnLanguageModel } from "./sdk-version.js";
 
 export interface RecordedModelOptions {
@@ -415,6 +416,7 @@ const RETRYABLE_SDK_ERRORS = new Set(["AI_EmptyResponseBodyError", "AI_InvalidRe
  */
 function retryableProviderError(error: unknown): boolean {
   if (error instanceof BudgetExceededError) return false;
+  const { AISDKError, APICallError } = sdk().provider;
   if (APICallError.isInstance(error)) return error.isRetryable;
   // Other AI SDK errors: a response that did not parse or validate may come right next time; a bad
   // prompt, argument, key or model will not.

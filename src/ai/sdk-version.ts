@@ -156,3 +156,11 @@ export function needsApprovalOptions(options: ToolExecuteOptions): { toolCallId:
   const o = options as unknown as Loose;
   return { toolCallId: options.toolCallId, messages: options.messages, experimental_context: o.experimental_context, context: o.context } as { toolCallId: string; messages: unknown[] };
 }
+
+/**
+ * The response messages of every step of a loop (what an agent's output returns): ai@7 has them as
+ * `responseMessages` (its `response.messages` is the last step's only), ai@6 as `response.messages`.
+ */
+export function allResponseMessages<T>(result: { response: { messages?: T[] } }): T[] {
+  return (result as { responseMessages?: T[] }).responseMessages ?? result.response.messages ?? [];
+}

@@ -1,5 +1,5 @@
 import { hasToolCall, jsonSchema, Output, stepCountIs, tool, ToolLoopAgent, type ToolSet } from "ai";
-import { MockLanguageModelV3 } from "ai/test";
+import { MockLanguageModel, responseMessages } from "./sdk-matrix.js";
 import { describe, expect, it } from "vitest";
 import { InvalidSpecError, type Cairn } from "../../src/index.js";
 import { toolContext, type AgentOutput } from "../../src/ai/index.js";
@@ -67,7 +67,7 @@ describe.each(BACKENDS)("cairn.agent at parity with ToolLoopAgent on $name", (ba
   it("records the model prepareStep picks, and returns reasoning, structured output and response.messages", async () => {
     const cairn = env.cairn(await env.database());
     const first = toolThenAnswer("lookUp", { id: 7 });
-    const second = new MockLanguageModelV3({
+    const second = new MockLanguageModel({
       modelId: "second-model",
       doGenerate: async () =>
         answer([
@@ -128,7 +128,7 @@ describe.each(BACKENDS)("cairn.agent at parity with ToolLoopAgent on $name", (ba
     const out = await second.run<AgentOutput>("loop").result();
 
     expect(out.text).toBe(plain.text);
-    expect(out.response.messages).toEqual(plain.response.messages);
+    expect(out.response.messages).toEqual(responseMessages(plain));
     expect(out.toolResults.map((r) => r.output)).toEqual(plain.steps.flatMap((s) => s.toolResults.map((r) => r.output)));
     expect(executions).toEqual([9]);
     expect(model.doGenerateCalls).toHaveLength(2);
@@ -160,7 +160,7 @@ describe.each(BACKENDS)("cairn.agent at parity with ToolLoopAgent on $name", (ba
 
   it("replays a tool's memory and artifact writes after a restart without writing them again", async () => {
     const db = await env.database();
-    const model = new MockLanguageModelV3({
+    const model = new MockLanguageModel({
       doGenerate: async (call) => {
         const seen = toolOutputs(call).length;
         if (seen === 0) return answer([toolCall("note", { id: 5 })], "tool-calls");
