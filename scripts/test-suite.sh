@@ -2,8 +2,9 @@
 # One leg of the test matrix, on the node and AI SDK found here: build, type-check, lint, then every
 # test on both backends. Starts (and, where absent, installs) a local PostgreSQL unless
 # CAIRN_TEST_POSTGRES_URL names one already, or CAIRN_SKIP_POSTGRES=1 asks for SQLite alone.
-# CAIRN_TSCONFIG / CAIRN_TSCONFIG_BUILD name other tsconfigs (the AI SDK 7 legs leave out the
-# bench and experiment tools, which are written against ai@6, the devDependency).
+# CAIRN_TSC_TOLERATE: a path pattern (grep -E) whose type errors are reported but not fatal — the
+# AI SDK 7 legs set it to the bench and experiment tools, which are written against ai@6 (the
+# devDependency) and run on the node20 leg; tsc still emits them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,8 +13,16 @@ if [ -z "${CAIRN_TEST_POSTGRES_URL:-}" ] && [ "${CAIRN_SKIP_POSTGRES:-0}" != 1 ]
   export CAIRN_TEST_POSTGRES_URL
 fi
 
-npx tsc -p "${CAIRN_TSCONFIG_BUILD:-tsconfig.build.json}"
-npx tsc -p "${CAIRN_TSCONFIG:-tsconfig.json}" --noEmit
+# Runs tsc; with CAIRN_TSC_TOLERATE, fails only on errors in files outside that pattern.
+typescript() {
+  if [ -z "${CAIRN_TSC_TOLERATE:-}" ]; then npx tsc "$@"; return; fi
+  local out
+  out="$(npx tsc "$@" 2>&1)" || true
+  if [ -n "$out" ]; then echo "$out" | grep -E "^[^ ].*error TS" | sed 's/^/tolerated? /' >&2; fi
+  if echo "$out" | grep -E "^[^ ].*error TS" | grep -Ev "^(${CAIRN_TSC_TOLERATE})" >&2; then return 1; fi
+}
+typescript -p tsconfig.build.json
+typescript -p tsconfig.json --noEmit
 npm run lint --silent
 mkdir -p .tmp
 status=0
