@@ -43,13 +43,9 @@ export type SdkAgentSettings = ConstructorParameters<typeof ToolLoopAgent>[0];
 /** The specification a model implements ("v3" or "v4"). */
 export type ModelSpec = "v3" | "v4";
 
-/** The specification of a model Cairn was given; anything else is refused where the model is taken. */
+/** The specification of a model Cairn was given: "v4", or else the v3 Cairn has always taken. */
 export function specOf(model: { specificationVersion?: unknown }): ModelSpec {
   return model.specificationVersion === "v4" ? "v4" : "v3";
-}
-
-export function isSupportedModelSpec(version: unknown): boolean {
-  return version === "v3" || version === "v4";
 }
 
 type Loose = Record<string, unknown>;
