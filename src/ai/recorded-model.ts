@@ -146,215 +146,215 @@ export function recordedModel<M extends CairnLanguageModel>(run: DurableRun, giv
     modelId: model.modelId,
     supportedUrls: model.supportedUrls,
     doGenerate: async (sdkParams: unknown): Promise<unknown> => {
-        const params = canonicalCallOptions(sdkParams, spec);
-        const release = await inOrder();
-        let chain: string[] = [];
-        let prompt: PromptRecord | undefined;
-        // Per attempt, by its record: an attempt abandoned at its timeout may still answer later.
-        const attempts = new WeakMap<GenerateRecord, { body: EncodedBody | undefined; live: { body: unknown } | undefined }>();
-        let live: { body: unknown } | undefined;
-        let recordedSeq: number | undefined;
-        const previous = state.lastPrompt;
-        const call = run.operation<GenerateRecord>({
-          kind: "model",
-          name,
-          fingerprint: promptFingerprint(params),
-          options: stepOptions(params, () => false),
-          execute: async ({ signal, seq }) => {
-            recordedSeq = seq;
-            chain = await admit();
-            prompt ??= promptRecord(params, state.storedMessages, previous, run.clock.now());
-            const started = run.clock.now();
-            let result: LanguageModelV3GenerateResult;
-            try {
-              result = canonicalGenerateResult(await inner.doGenerate({ ...(sdkParams as LanguageModelV3CallOptions), abortSignal: withSignal(params, signal) }), spec);
-            } catch (error) {
-              throw failure(error, params);
-            }
-            const requestBody = result.request?.body;
-            const body = requestBody === undefined ? undefined : encodeBody(run, seq, requestBody, params.prompt);
-            const record = generateRecord(result, model, run.clock.now(), run.clock.now() - started, body?.form);
-            attempts.set(record, { body, live: requestBody === undefined ? undefined : { body: requestBody } });
-            return record;
-          },
-          alsoWrite: (outcome, seq) =>
-            outcome.ok && prompt !== undefined ? rows(seq, prompt, callSummary(outcome.value, false), chain) : [],
-          onRecorded: (result, seq) => {
-            recordedSeq = seq;
-            remember(state, seq, callSummary(result, false), params, prompt);
-            const attempt = attempts.get(result);
-            attempt?.body?.remember();
-            live = attempt?.live;
-            modelCallReturned(run, seq);
-          },
-        });
-        release(); // the call has its seq
-        let record: GenerateRecord;
-        try {
-          record = await call;
-        } catch (error) {
-          throw await sdkError(error, params);
-        }
-        const { latencyMs: _latency, requestBody, ...result } = record;
-        void _latency;
-        const requestBodyValue = await requestBodyOf(live, requestBody, recordedSeq ?? -1, params);
-        return sdkGenerateResult({ ...result, ...(requestBodyValue === undefined ? {} : { request: { body: requestBodyValue } }) } as LanguageModelV3GenerateResult, spec);
+      const params = canonicalCallOptions(sdkParams, spec);
+      const release = await inOrder();
+      let chain: string[] = [];
+      let prompt: PromptRecord | undefined;
+      // Per attempt, by its record: an attempt abandoned at its timeout may still answer later.
+      const attempts = new WeakMap<GenerateRecord, { body: EncodedBody | undefined; live: { body: unknown } | undefined }>();
+      let live: { body: unknown } | undefined;
+      let recordedSeq: number | undefined;
+      const previous = state.lastPrompt;
+      const call = run.operation<GenerateRecord>({
+        kind: "model",
+        name,
+        fingerprint: promptFingerprint(params),
+        options: stepOptions(params, () => false),
+        execute: async ({ signal, seq }) => {
+          recordedSeq = seq;
+          chain = await admit();
+          prompt ??= promptRecord(params, state.storedMessages, previous, run.clock.now());
+          const started = run.clock.now();
+          let result: LanguageModelV3GenerateResult;
+          try {
+            result = canonicalGenerateResult(await inner.doGenerate({ ...(sdkParams as LanguageModelV3CallOptions), abortSignal: withSignal(params, signal) }), spec);
+          } catch (error) {
+            throw failure(error, params);
+          }
+          const requestBody = result.request?.body;
+          const body = requestBody === undefined ? undefined : encodeBody(run, seq, requestBody, params.prompt);
+          const record = generateRecord(result, model, run.clock.now(), run.clock.now() - started, body?.form);
+          attempts.set(record, { body, live: requestBody === undefined ? undefined : { body: requestBody } });
+          return record;
+        },
+        alsoWrite: (outcome, seq) =>
+          outcome.ok && prompt !== undefined ? rows(seq, prompt, callSummary(outcome.value, false), chain) : [],
+        onRecorded: (result, seq) => {
+          recordedSeq = seq;
+          remember(state, seq, callSummary(result, false), params, prompt);
+          const attempt = attempts.get(result);
+          attempt?.body?.remember();
+          live = attempt?.live;
+          modelCallReturned(run, seq);
+        },
+      });
+      release(); // the call has its seq
+      let record: GenerateRecord;
+      try {
+        record = await call;
+      } catch (error) {
+        throw await sdkError(error, params);
+      }
+      const { latencyMs: _latency, requestBody, ...result } = record;
+      void _latency;
+      const requestBodyValue = await requestBodyOf(live, requestBody, recordedSeq ?? -1, params);
+      return sdkGenerateResult({ ...result, ...(requestBodyValue === undefined ? {} : { request: { body: requestBodyValue } }) } as LanguageModelV3GenerateResult, spec);
     },
 
     doStream: async (sdkParams: unknown): Promise<unknown> => {
-        const params = canonicalCallOptions(sdkParams, spec);
-        const release = await inOrder();
-        let chain: string[] = [];
-        let delivered = false;
-        let band = streamBand(run);
-        let liveCall = false;
-        let sdkConsumer!: ReadableStreamDefaultController<unknown>;
-        const stream = new ReadableStream<unknown>({ start: (c) => void (sdkConsumer = c) });
-        // Parts reach the SDK in the model's own specification.
-        const consumer = {
-          enqueue: (part: LanguageModelV3StreamPart) => sdkConsumer.enqueue(sdkStreamPart(part, spec)),
-          error: (error: unknown) => sdkConsumer.error(error),
-          close: () => sdkConsumer.close(),
-        };
-        let prompt: PromptRecord | undefined;
-        let body: EncodedBody | undefined;
-        let live: { body: unknown; headers: Record<string, string> | undefined; thrown?: unknown } | undefined;
-        let inBand: BodyCodec | undefined;
-        let recordedSeq: number | undefined;
-        // The SDK gets the stream once the attempt that will be recorded has delivered its first part.
-        let opened!: (head: { request?: { body: unknown }; response?: { headers?: Record<string, string> } }) => void;
-        const head = new Promise<{ request?: { body: unknown }; response?: { headers?: Record<string, string> } }>((resolve) => (opened = resolve));
-        const previous = state.lastPrompt;
-        const recorded = run.operation<StreamRecord>({
-          kind: "model",
-          name,
-          fingerprint: promptFingerprint(params),
-          options: stepOptions(params, () => delivered),
-          execute: async ({ signal, seq, attempt }) => {
-            liveCall = true;
-            recordedSeq = seq;
-            chain = await admit();
-            prompt ??= promptRecord(params, state.storedMessages, previous, run.clock.now());
-            const started = run.clock.now();
-            let result: Awaited<ReturnType<LanguageModelV3["doStream"]>>;
-            try {
-              result = await inner.doStream({ ...(sdkParams as LanguageModelV3CallOptions), abortSignal: withSignal(params, signal) });
-            } catch (error) {
-              throw failure(error, params);
-            }
-            modelCallReturned(run, seq);
-            const requestBody = result.request?.body;
-            live = { body: requestBody, headers: result.response?.headers };
-            band = streamBand(run);
-            appendChunk(run, seq, band, "reset", "");
-            let position = band + 1;
-            const deliver = (part: LanguageModelV3StreamPart, recordedPart: RecordedPart): void => {
-              if (!delivered) {
-                delivered = true;
-                opened(liveHead(live!));
-              }
-              consumer.enqueue(part);
-              const chunk = chunkOf(recordedPart as { type: string } & Record<string, unknown>);
-              if (chunk !== null) appendChunk(run, seq, position++, chunk.kind, chunk.text, chunk.part);
-            };
-            const parts: RecordedPart[] = [];
-            let first = true;
-            inBand = bodies(params);
-            let thrown: ProviderErrorRecord | undefined;
-            try {
-              for await (const sdkPart of result.stream) {
-                const part = canonicalStreamPart(sdkPart, spec);
-                if (part === null) continue;
-                if (part.type === "raw" && params.includeRawChunks !== true) continue;
-                if (first) {
-                  first = false;
-                  // The SDK would stamp a response id and time of its own: give it recorded ones.
-                  const metadata = metadataPart(model, run.clock.now());
-                  if (part.type === "stream-start") {
-                    parts.push(part, metadata);
-                    deliver(part, part);
-                    deliver(metadata, metadata);
-                    continue;
-                  }
-                  parts.push(metadata);
-                  deliver(metadata, metadata);
-                }
-                const kept: RecordedPart = part.type === "error" ? { type: "error", error: { $cairnError: providerErrorRecord(part.error, inBand) } } : part;
-                parts.push(kept);
-                if (part.type === "finish") continue; // held until the checkpoint commits
-                deliver(part, kept);
-              }
-            } catch (error) {
-              // Before any part, with attempts left, Cairn's retry layer tries again. Otherwise the
-              // break is the caller's, as without Cairn (the SDK does not retry a stream that broke):
-              // recorded with the parts delivered, and replayed as a stream that breaks there.
-              if (!delivered && attempt <= (options.retries ?? 0) && params.abortSignal?.aborted !== true && retryableProviderError(error)) {
-                throw failure(error, params);
-              }
-              thrown = providerErrorRecord(error, inBand);
-              live.thrown = error;
-            }
-            if (first) {
-              // Not a single part: the SDK would still stamp the step's response itself.
-              const metadata = metadataPart(model, run.clock.now());
-              parts.unshift(metadata);
-              if (thrown !== undefined) deliver(metadata, metadata);
-              else consumer.enqueue(metadata);
-            }
-            body = requestBody === undefined ? undefined : encodeBody(run, seq, requestBody, params.prompt);
-            const headers = redactHeadersOf(result.response?.headers);
-            const value: StreamRecord = { parts, latencyMs: run.clock.now() - started };
-            if (body !== undefined) value.requestBody = body.form;
-            if (headers !== undefined) value.responseHeaders = headers;
-            if (thrown !== undefined) value.thrown = thrown;
-            return value;
-          },
-          alsoWrite: (outcome, seq) => {
-            if (!outcome.ok || prompt === undefined) return [];
-            const summary = streamSummary(outcome.value);
-            return [...rows(seq, prompt, summary, chain), ...streamChunkOps(run, seq, band, outcome.value.parts as ({ type: string } & Record<string, unknown>)[])];
-          },
-          onRecorded: (value, seq) => {
-            recordedSeq = seq;
-            remember(state, seq, streamSummary(value), params, prompt);
-            body?.remember();
-            modelCallReturned(run, seq);
-          },
-        });
-        release(); // the call has its seq
-        const finished = recorded.then(
-          async (value) => {
-            const seq = recordedSeq ?? -1;
-            if (!liveCall) {
-              const requestBody = await requestBodyOf(undefined, value.requestBody, seq, params);
-              opened({
-                ...(requestBody === undefined ? {} : { request: { body: requestBody } }),
-                ...(value.responseHeaders === undefined ? {} : { response: { headers: value.responseHeaders as Record<string, string> } }),
-              });
-            } else if (!delivered) {
+      const params = canonicalCallOptions(sdkParams, spec);
+      const release = await inOrder();
+      let chain: string[] = [];
+      let delivered = false;
+      let band = streamBand(run);
+      let liveCall = false;
+      let sdkConsumer!: ReadableStreamDefaultController<unknown>;
+      const stream = new ReadableStream<unknown>({ start: (c) => void (sdkConsumer = c) });
+      // Parts reach the SDK in the model's own specification.
+      const consumer = {
+        enqueue: (part: LanguageModelV3StreamPart) => sdkConsumer.enqueue(sdkStreamPart(part, spec)),
+        error: (error: unknown) => sdkConsumer.error(error),
+        close: () => sdkConsumer.close(),
+      };
+      let prompt: PromptRecord | undefined;
+      let body: EncodedBody | undefined;
+      let live: { body: unknown; headers: Record<string, string> | undefined; thrown?: unknown } | undefined;
+      let inBand: BodyCodec | undefined;
+      let recordedSeq: number | undefined;
+      // The SDK gets the stream once the attempt that will be recorded has delivered its first part.
+      let opened!: (head: { request?: { body: unknown }; response?: { headers?: Record<string, string> } }) => void;
+      const head = new Promise<{ request?: { body: unknown }; response?: { headers?: Record<string, string> } }>((resolve) => (opened = resolve));
+      const previous = state.lastPrompt;
+      const recorded = run.operation<StreamRecord>({
+        kind: "model",
+        name,
+        fingerprint: promptFingerprint(params),
+        options: stepOptions(params, () => delivered),
+        execute: async ({ signal, seq, attempt }) => {
+          liveCall = true;
+          recordedSeq = seq;
+          chain = await admit();
+          prompt ??= promptRecord(params, state.storedMessages, previous, run.clock.now());
+          const started = run.clock.now();
+          let result: Awaited<ReturnType<LanguageModelV3["doStream"]>>;
+          try {
+            result = await inner.doStream({ ...(sdkParams as LanguageModelV3CallOptions), abortSignal: withSignal(params, signal) });
+          } catch (error) {
+            throw failure(error, params);
+          }
+          modelCallReturned(run, seq);
+          const requestBody = result.request?.body;
+          live = { body: requestBody, headers: result.response?.headers };
+          band = streamBand(run);
+          appendChunk(run, seq, band, "reset", "");
+          let position = band + 1;
+          const deliver = (part: LanguageModelV3StreamPart, recordedPart: RecordedPart): void => {
+            if (!delivered) {
+              delivered = true;
               opened(liveHead(live!));
             }
-            for (const part of value.parts) {
-              if (liveCall && part.type !== "finish") continue;
-              consumer.enqueue(part.type === "error" ? { type: "error", error: await rebuildPart(part.error, params) } : part);
+            consumer.enqueue(part);
+            const chunk = chunkOf(recordedPart as { type: string } & Record<string, unknown>);
+            if (chunk !== null) appendChunk(run, seq, position++, chunk.kind, chunk.text, chunk.part);
+          };
+          const parts: RecordedPart[] = [];
+          let first = true;
+          inBand = bodies(params);
+          let thrown: ProviderErrorRecord | undefined;
+          try {
+            for await (const sdkPart of result.stream) {
+              const part = canonicalStreamPart(sdkPart, spec);
+              if (part === null) continue;
+              if (part.type === "raw" && params.includeRawChunks !== true) continue;
+              if (first) {
+                first = false;
+                // The SDK would stamp a response id and time of its own: give it recorded ones.
+                const metadata = metadataPart(model, run.clock.now());
+                if (part.type === "stream-start") {
+                  parts.push(part, metadata);
+                  deliver(part, part);
+                  deliver(metadata, metadata);
+                  continue;
+                }
+                parts.push(metadata);
+                deliver(metadata, metadata);
+              }
+              const kept: RecordedPart = part.type === "error" ? { type: "error", error: { $cairnError: providerErrorRecord(part.error, inBand) } } : part;
+              parts.push(kept);
+              if (part.type === "finish") continue; // held until the checkpoint commits
+              deliver(part, kept);
             }
-            if (value.thrown !== undefined) {
-              consumer.error(liveCall ? live?.thrown : await rebuildProviderError(value.thrown, bodies(params)));
-            } else {
-              consumer.close();
+          } catch (error) {
+            // Before any part, with attempts left, Cairn's retry layer tries again. Otherwise the
+            // break is the caller's, as without Cairn (the SDK does not retry a stream that broke):
+            // recorded with the parts delivered, and replayed as a stream that breaks there.
+            if (!delivered && attempt <= (options.retries ?? 0) && params.abortSignal?.aborted !== true && retryableProviderError(error)) {
+              throw failure(error, params);
             }
-          },
-          async (error: unknown) => {
-            const sdk = await sdkError(error, params);
-            // Before any part, the SDK learns of the failure as doStream's own rejection, as without Cairn.
-            if (!delivered) throw sdk;
-            consumer.error(sdk);
-          },
-        );
-        // The reader went away (cancelled the stream) before the record committed: nothing to deliver.
-        finished.catch(() => undefined);
-        const opening = await Promise.race([head, finished.then(() => head)]);
-        return { stream, ...opening };
+            thrown = providerErrorRecord(error, inBand);
+            live.thrown = error;
+          }
+          if (first) {
+            // Not a single part: the SDK would still stamp the step's response itself.
+            const metadata = metadataPart(model, run.clock.now());
+            parts.unshift(metadata);
+            if (thrown !== undefined) deliver(metadata, metadata);
+            else consumer.enqueue(metadata);
+          }
+          body = requestBody === undefined ? undefined : encodeBody(run, seq, requestBody, params.prompt);
+          const headers = redactHeadersOf(result.response?.headers);
+          const value: StreamRecord = { parts, latencyMs: run.clock.now() - started };
+          if (body !== undefined) value.requestBody = body.form;
+          if (headers !== undefined) value.responseHeaders = headers;
+          if (thrown !== undefined) value.thrown = thrown;
+          return value;
+        },
+        alsoWrite: (outcome, seq) => {
+          if (!outcome.ok || prompt === undefined) return [];
+          const summary = streamSummary(outcome.value);
+          return [...rows(seq, prompt, summary, chain), ...streamChunkOps(run, seq, band, outcome.value.parts as ({ type: string } & Record<string, unknown>)[])];
+        },
+        onRecorded: (value, seq) => {
+          recordedSeq = seq;
+          remember(state, seq, streamSummary(value), params, prompt);
+          body?.remember();
+          modelCallReturned(run, seq);
+        },
+      });
+      release(); // the call has its seq
+      const finished = recorded.then(
+        async (value) => {
+          const seq = recordedSeq ?? -1;
+          if (!liveCall) {
+            const requestBody = await requestBodyOf(undefined, value.requestBody, seq, params);
+            opened({
+              ...(requestBody === undefined ? {} : { request: { body: requestBody } }),
+              ...(value.responseHeaders === undefined ? {} : { response: { headers: value.responseHeaders as Record<string, string> } }),
+            });
+          } else if (!delivered) {
+            opened(liveHead(live!));
+          }
+          for (const part of value.parts) {
+            if (liveCall && part.type !== "finish") continue;
+            consumer.enqueue(part.type === "error" ? { type: "error", error: await rebuildPart(part.error, params) } : part);
+          }
+          if (value.thrown !== undefined) {
+            consumer.error(liveCall ? live?.thrown : await rebuildProviderError(value.thrown, bodies(params)));
+          } else {
+            consumer.close();
+          }
+        },
+        async (error: unknown) => {
+          const sdk = await sdkError(error, params);
+          // Before any part, the SDK learns of the failure as doStream's own rejection, as without Cairn.
+          if (!delivered) throw sdk;
+          consumer.error(sdk);
+        },
+      );
+      // The reader went away (cancelled the stream) before the record committed: nothing to deliver.
+      finished.catch(() => undefined);
+      const opening = await Promise.race([head, finished.then(() => head)]);
+      return { stream, ...opening };
     },
   };
   return wrapped as unknown as M;
