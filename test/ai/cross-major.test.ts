@@ -1,4 +1,4 @@
-import { copyFileSync, mkdtempSync } from "node:fs";
+import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -18,13 +18,15 @@ import { sdkMajor } from "./sdk-matrix.js";
  */
 describe(`a journal written under AI SDK 6, under AI SDK ${sdkMajor}`, () => {
   let cairn: Cairn | undefined;
+  let dir: string | undefined;
   afterEach(async () => {
     await cairn?.shutdown();
     cairn = undefined;
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
   });
 
   it("reads the run, then replays its recorded model call and finishes it", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "cairn-cross-major-"));
+    dir = mkdtempSync(join(tmpdir(), "cairn-cross-major-"));
     const db = join(dir, "journal.db");
     copyFileSync(new URL("../fixtures/sdk-journal/journal-ai6.db", import.meta.url), db);
     cairn = new Cairn({ database: db, pollIntervalMs: 20 });

@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -28,8 +28,11 @@ function run(script: string): string {
 describe("without the AI SDK installed", () => {
   it("`cairn` runs workflows, and `cairn/ai` says which AI SDK versions it needs", () => {
     const dist = pathToFileURL(resolve("dist")).href;
-    const db = join(mkdtempSync(join(tmpdir(), "cairn-no-ai-")), "app.db");
-    const out = run(`
+    const dir = mkdtempSync(join(tmpdir(), "cairn-no-ai-"));
+    const db = join(dir, "app.db");
+    let out: string;
+    try {
+      out = run(`
       const refused = await import("ai").then(() => "loaded", (e) => e.code);
       const { Cairn, AiSdkUnavailableError } = await import(${JSON.stringify(`${dist}/index.js`)});
       const cairn = new Cairn({ database: ${JSON.stringify(db)} });
@@ -40,6 +43,9 @@ describe("without the AI SDK installed", () => {
       const ai = await import(${JSON.stringify(`${dist}/ai/index.js`)}).then(() => null, (e) => ({ name: e.name, code: e.code, isClass: e instanceof AiSdkUnavailableError, message: e.message }));
       console.log(JSON.stringify({ refused, result, ai }));
     `);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
     const parsed = JSON.parse(out.split("\n").pop()!) as { refused: string; result: string; ai: { name: string; code: string; isClass: boolean; message: string } };
     expect(parsed.refused).toBe("ERR_MODULE_NOT_FOUND");
     expect(parsed.result).toBe("hello world");
