@@ -42,23 +42,24 @@ copy_project() { # $1: destination
 
 ai7_leg() { # $1: node major, $2: "pg" or "sqlite", $3: "consumer" or ""
   local major="$1" backend="$2" extra="${3:-}" dir="$MATRIX/leg-node$1" nodedir
-  nodedir="$(node_package "$major")"
-  copy_project "$dir"
+  nodedir="$(node_package "$major")" || return 1
+  copy_project "$dir" || return 1
+  # Every step checks its own status: `set -e` does not hold in a function called as `leg || ...`.
   (
-    cd "$dir"
+    cd "$dir" || exit 1
     export PATH="$nodedir/bin:$PATH" npm_config_nodedir="$nodedir"
     log "node$major: $(node --version), npm ci"
-    npm ci --no-audit --no-fund >&2
-    npm install --no-save --no-audit --no-fund ai@7 @ai-sdk/provider@4 @ai-sdk/openai-compatible@3 >&2
-    node -e 'for (const p of ["ai", "@ai-sdk/provider", "@ai-sdk/openai-compatible"]) console.error(`test-matrix: ${p}@${require(p + "/package.json").version}`)'
+    npm ci --no-audit --no-fund >&2 || exit 1
+    npm install --no-save --no-audit --no-fund ai@7 @ai-sdk/provider@4 @ai-sdk/openai-compatible@3 >&2 || exit 1
+    node -e 'for (const p of ["ai", "@ai-sdk/provider", "@ai-sdk/openai-compatible"]) console.error(`test-matrix: ${p}@${require(p + "/package.json").version}`)' || exit 1
     export CAIRN_TSC_TOLERATE='src/bench/|src/experiment/|tools/'
     export FUZZ_PROGRAMS="${FUZZ_PROGRAMS:-40}" FUZZ_KILLED_PROGRAMS="${FUZZ_KILLED_PROGRAMS:-8}"
     if [ "$backend" = sqlite ]; then
       unset CAIRN_TEST_POSTGRES_URL CAIRN_REQUIRE_POSTGRES
       export CAIRN_SKIP_POSTGRES=1
     fi
-    bash scripts/test-suite.sh --exclude 'test/experiment/**' --exclude 'tools/**'
-    if [ "$extra" = consumer ]; then bash test/package/consumer.sh; fi
+    bash scripts/test-suite.sh --exclude 'test/experiment/**' --exclude 'tools/**' || exit 1
+    if [ "$extra" = consumer ]; then bash test/package/consumer.sh || exit 1; fi
   )
 }
 
@@ -72,6 +73,6 @@ for leg in "${legs[@]}"; do
     node24) ai7_leg 24 sqlite || status=1 ;;
     *) log "unknown leg $leg (node20, node22, node24)"; exit 2 ;;
   esac
-  log "leg $leg: $([ $status = 0 ] && echo ok || echo FAILED so far) in $(( $(date +%s) - started ))s"
+  log "leg $leg: $([ $status = 0 ] && echo ok || echo "FAILED (this leg or an earlier one)") in $(( $(date +%s) - started ))s"
 done
 exit $status
