@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# `npm run verify`: everything a change must pass, in one command — build, types (src, test and
-# tools), lint (eslint, then prettier --check: the formatting is part of lint), then every test on
-# both backends. Starts a local PostgreSQL unless CAIRN_TEST_POSTGRES_URL names one already, or
-# CAIRN_SKIP_POSTGRES=1 asks for SQLite alone. Arguments go to vitest (a file, -t "name").
+# `npm run verify`, and one leg of the test matrix (scripts/test-matrix.sh) on the Node and AI SDK
+# found here: everything a change must pass, in one command — build, types (src, test and tools),
+# lint (eslint, then prettier --check: the formatting is part of lint), then every test on both
+# backends. Starts (and, where absent, installs) a local PostgreSQL unless CAIRN_TEST_POSTGRES_URL
+# names one already, or CAIRN_SKIP_POSTGRES=1 asks for SQLite alone. Arguments go to vitest (a
+# file, -t "name").
+# CAIRN_TSC_TOLERATE: a path pattern (grep -E) whose type errors are reported but not fatal — the
+# AI SDK 7 legs set it to the bench and experiment tools, which are written against ai@6 (the
+# devDependency) and run on the node20 leg; tsc still emits them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,9 +16,17 @@ if [ -z "${CAIRN_TEST_POSTGRES_URL:-}" ] && [ "${CAIRN_SKIP_POSTGRES:-0}" != 1 ]
   export CAIRN_TEST_POSTGRES_URL
 fi
 
+# Runs tsc; with CAIRN_TSC_TOLERATE, fails only on errors in files outside that pattern.
+typescript() {
+  if [ -z "${CAIRN_TSC_TOLERATE:-}" ]; then npx tsc "$@"; return; fi
+  local out
+  out="$(npx tsc "$@" 2>&1)" || true
+  if [ -n "$out" ]; then echo "$out" | grep -E "^[^ ].*error TS" | sed 's/^/tolerated? /' >&2; fi
+  if echo "$out" | grep -E "^[^ ].*error TS" | grep -Ev "^(${CAIRN_TSC_TOLERATE})" >&2; then return 1; fi
+}
 # Crash and fuzz tests spawn workers that import dist/, so the build comes first.
-npm run build --silent
-npm run typecheck --silent
+typescript -p tsconfig.build.json
+typescript -p tsconfig.json --noEmit
 npm run lint --silent
 mkdir -p .tmp
 status=0

@@ -1,4 +1,4 @@
-import "./ai/sdk-errors.js";
+import "./ai/sdk.js";
 import type { ToolLoopAgent } from "ai";
 import { approvalKeyBytes } from "./ai/approval-channel.js";
 import { Approvals } from "./ai/approvals.js";

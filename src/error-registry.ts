@@ -10,6 +10,7 @@ import {
   NotACairnDatabaseError,
   PermissionDeniedError,
   PoisonRunError,
+  AiSdkUnavailableError,
   RetryableError,
   RunNotFoundError,
   TerminalError,
@@ -136,6 +137,7 @@ for (const cairnClass of [
   NotACairnDatabaseError,
   FencedError,
   PoisonRunError,
+  AiSdkUnavailableError,
 ]) {
   register(cairnClass, {}, (message) => new cairnClass(message));
 }

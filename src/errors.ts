@@ -20,7 +20,8 @@ export type CairnErrorCode =
   | "RUN_NOT_FOUND"
   | "NOT_A_CAIRN_DATABASE"
   | "FENCED"
-  | "POISON_RUN";
+  | "POISON_RUN"
+  | "AI_SDK_UNAVAILABLE";
 
 export interface CairnErrorOptions {
   cause?: unknown;
@@ -144,4 +145,13 @@ export function preview(value: unknown, max = 80): string {
  */
 export class PoisonRunError extends CairnError {
   override readonly code = "POISON_RUN";
+}
+
+/**
+ * Cairn's AI features (`cairn/ai`, `cairn.agent`, `ctx.model`) need the Vercel AI SDK, a peer
+ * dependency: `ai@6` with `@ai-sdk/provider@3`, or `ai@7` with `@ai-sdk/provider@4`. Thrown when it
+ * is missing or of another major; the message names what was found and what to install.
+ */
+export class AiSdkUnavailableError extends CairnError {
+  override readonly code = "AI_SDK_UNAVAILABLE";
 }

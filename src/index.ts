@@ -19,6 +19,7 @@ export { systemClock, type Clock } from "./engine/clock.js";
 export type { StandardSchemaV1 } from "./engine/standard-schema.js";
 export type { QueryResult, RunStatus, SqlClient, StepKind, StepStatus } from "./store/store.js";
 export {
+  AiSdkUnavailableError,
   ApprovalDeniedError,
   BudgetExceededError,
   CairnError,

@@ -1,4 +1,3 @@
-import type { LanguageModelV3 } from "@ai-sdk/provider";
 import type { IdGenerator, ToolSet } from "ai";
 import type { WorkflowContext } from "../engine/context.js";
 import { DURABLE_RUN, durableRun } from "../engine/durable-run.js";
@@ -11,6 +10,7 @@ import { artifactsFor, type Artifacts } from "./artifacts.js";
 import { memoryFor, type Memory } from "./memory.js";
 import { budgetedModel, openRunBudget, type ModelBudgetOptions } from "./model-budget.js";
 import { replayableIdGenerator } from "./replayable-ids.js";
+import type { CairnLanguageModel } from "./sdk-version.js";
 
 /**
  * The run context with the durable agent primitives, for workflows that run their own AI SDK loop
@@ -23,7 +23,7 @@ export interface AgentContext extends WorkflowContext {
    * when it has one. `{ budget }` gives this handle a budget of its own, nested in the run's: both
    * are checked before each call and charged in the call's transaction (see `budgetedModel`).
    */
-  model(model: LanguageModelV3, options?: RecordedModelOptions & ModelBudgetOptions): LanguageModelV3;
+  model<M extends CairnLanguageModel>(model: M, options?: RecordedModelOptions & ModelBudgetOptions): M;
   /**
    * Opens the run's budget: every model call of the run from here on (through `ctx.model`, in any
    * workflow) is checked before it starts and charged in its transaction, as an agent's budget is.

@@ -1,6 +1,5 @@
-import type { LanguageModelV3 } from "@ai-sdk/provider";
 import { replayableIdGenerator } from "./replayable-ids.js";
-import { generateText, jsonSchema, stepCountIs, tool, type ModelMessage, type OutputInterface as OutputSpec, type ToolLoopAgentSettings, type ToolSet } from "ai";
+import type { ModelMessage, ToolSet } from "ai";
 import { InvalidSpecError } from "../errors.js";
 import type { WorkflowContext } from "../engine/context.js";
 import { validateWorkflowName } from "../engine/names.js";
@@ -12,6 +11,8 @@ import { openScopeOp, tighter, validateBudget, type Budget } from "./budget.js";
 import { durableTools, type Permissions } from "./durable-tools.js";
 import type { Pricing } from "./pricing.js";
 import { recordedModel } from "./recorded-model.js";
+import { allResponseMessages, type CairnLanguageModel, type SdkAgentSettings } from "./sdk-version.js";
+import { sdk } from "./sdk.js";
 
 /**
  * The `ToolLoopAgent` settings Cairn passes through to the AI SDK loop unchanged: `instructions`,
@@ -24,13 +25,13 @@ import { recordedModel } from "./recorded-model.js";
  * Callbacks run again when a run replays (with the recorded results).
  */
 export type LoopSettings = Omit<
-  ToolLoopAgentSettings<never, ToolSet, OutputSpec>,
+  SdkAgentSettings,
   "model" | "tools" | "id" | "maxRetries" | "timeout" | "callOptionsSchema" | "prepareCall" | "experimental_toolApprovalSecret" | "experimental_download"
 >;
 
 export interface AgentSpec extends LoopSettings {
-  /** Any Vercel AI SDK language model (specification v3). */
-  model: LanguageModelV3;
+  /** Any Vercel AI SDK language model object: specification v3 (ai@6, ai@7) or v4 (ai@7). */
+  model: CairnLanguageModel;
   /** The system prompt (the AI SDK's `instructions`; either name works). */
   system?: string;
   /** AI SDK tools; each execution is a durable step. `needsApproval` waits for a Cairn approval. */
@@ -94,7 +95,7 @@ export type Agent = Workflow<AgentInput, AgentOutput>;
 export function validateAgentSpec(name: string, spec: AgentSpec): void {
   validateWorkflowName(name, "agent name");
   if (spec === null || typeof spec !== "object") throw new InvalidSpecError("spec", spec, `agent "${name}" needs a spec object`);
-  const model = spec.model as Partial<LanguageModelV3> | undefined;
+  const model = spec.model as Partial<CairnLanguageModel> | undefined;
   if (model === undefined || typeof model.doGenerate !== "function") {
     throw new InvalidSpecError("model", spec.model, `agent "${name}" needs an AI SDK language model (e.g. provider.chatModel("id"))`);
   }
@@ -146,13 +147,13 @@ export function agentBody(spec: AgentSpec, settings: AgentSettings = {}) {
       onBudgetExceeded: spec.onBudgetExceeded ?? "fail",
       ...(spec.modelTimeoutMs === undefined ? {} : { timeoutMs: spec.modelTimeoutMs }),
     } as const;
-    const recorded = new WeakMap<object, LanguageModelV3>();
-    const record = (model: unknown, field: string): LanguageModelV3 => {
-      if (model === null || typeof model !== "object" || typeof (model as LanguageModelV3).doGenerate !== "function") {
+    const recorded = new WeakMap<object, CairnLanguageModel>();
+    const record = (model: unknown, field: string): CairnLanguageModel => {
+      if (model === null || typeof model !== "object" || typeof (model as CairnLanguageModel).doGenerate !== "function") {
         throw new InvalidSpecError(field, model, "Cairn records model calls of AI SDK language model objects (e.g. provider.chatModel(\"id\")), not model id strings");
       }
       let wrapped = recorded.get(model);
-      if (wrapped === undefined) recorded.set(model, (wrapped = recordedModel(run, model as LanguageModelV3, modelOptions)));
+      if (wrapped === undefined) recorded.set(model, (wrapped = recordedModel(run, model as CairnLanguageModel, modelOptions)));
       return wrapped;
     };
     const tools: ToolSet = { ...durableTools(run, ctx, spec.tools ?? {}, spec.permissions), ...subAgentTools(ctx, spec, state.scopeId) };
@@ -161,6 +162,7 @@ export function agentBody(spec: AgentSpec, settings: AgentSettings = {}) {
       model: _model, system, instructions, tools: _tools, permissions: _permissions, budget: _budget, pricing: _pricing, agents: _agents,
       maxSteps, modelRetries: _retries, modelTimeoutMs: _timeout, onBudgetExceeded: _onBudget, prepareStep, stopWhen, ...loop
     } = spec;
+    const { generateText, stepCountIs } = sdk().ai;
     const result = await generateText({
       ...loop,
       model: record(spec.model, "model"),
@@ -198,7 +200,7 @@ export function agentBody(spec: AgentSpec, settings: AgentSettings = {}) {
       reasoning,
       reasoningText: reasoning.length === 0 ? undefined : reasoning.join("\n"),
       ...(spec.output === undefined ? {} : { output: result.output as unknown }),
-      response: { messages: result.response.messages },
+      response: { messages: allResponseMessages(result) },
     };
   };
 }
@@ -206,6 +208,7 @@ export function agentBody(spec: AgentSpec, settings: AgentSettings = {}) {
 /** Sub-agents as tools: calling one delegates to it as a child run with a carved-out budget. */
 function subAgentTools(ctx: WorkflowContext, spec: AgentSpec, scopeId: string | undefined): ToolSet {
   const tools: ToolSet = {};
+  const { jsonSchema, tool } = sdk().ai;
   for (const [name, entry] of Object.entries(spec.agents ?? {})) {
     tools[name] = tool({
       description: entry.description,

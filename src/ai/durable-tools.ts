@@ -1,5 +1,6 @@
 import type { JSONValue, LanguageModelV3ToolResultOutput as ToolResultOutput } from "@ai-sdk/provider";
-import type { ToolExecutionOptions, ToolSet } from "ai";
+import type { ToolSet } from "ai";
+import { needsApprovalOptions, type ToolExecuteOptions as ToolExecutionOptions } from "./sdk-version.js";
 import { InvalidSpecError } from "../errors.js";
 import type { DurableRun } from "../engine/durable-run.js";
 import type { WorkflowContext } from "../engine/context.js";
@@ -139,11 +140,11 @@ async function runTool(
   );
 }
 
-/** AI SDK 6's `needsApproval`: a boolean, or a function whose answer is recorded as a step. */
+/** The AI SDK's `needsApproval`: a boolean, or a function whose answer is recorded as a step. */
 async function approvalNeeded(ctx: WorkflowContext, name: string, input: unknown, options: ToolExecutionOptions, needsApproval: NeedsApproval): Promise<boolean> {
   if (needsApproval === undefined || typeof needsApproval === "boolean") return needsApproval === true;
   const answer = await ctx.step(`needs-approval:${name}`, async () =>
-    needsApproval(input as never, { toolCallId: options.toolCallId, messages: options.messages, experimental_context: options.experimental_context }),
+    needsApproval(input as never, needsApprovalOptions(options) as never),
   );
   return answer === true;
 }

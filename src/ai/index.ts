@@ -1,4 +1,9 @@
-import "./sdk-errors.js";
+import { sdk } from "./sdk.js";
+
+// `cairn/ai` is the AI SDK integration: without a supported AI SDK installed, importing it throws
+// an AiSdkUnavailableError that names the versions it needs.
+sdk();
+export { AiSdkUnavailableError } from "../errors.js";
 export { idempotencyKey } from "./idempotency.js";
 export { toolContext } from "./tool-context.js";
 export type { Agent, AgentInput, AgentOutput, AgentSpec, AgentToolCall, AgentToolResult, LoopSettings } from "./agent.js";

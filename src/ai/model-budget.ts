@@ -1,4 +1,5 @@
-import type { LanguageModelV3, LanguageModelV3CallOptions } from "@ai-sdk/provider";
+import type { LanguageModelV3 } from "@ai-sdk/provider";
+import { specOf, type CairnLanguageModel } from "./sdk-version.js";
 import { InvalidSpecError } from "../errors.js";
 import type { DurableRun } from "../engine/durable-run.js";
 import { agentState } from "./agent-state.js";
@@ -25,7 +26,7 @@ export interface ModelBudgetOptions {
  * replay that reaches a recorded opening makes sure the row exists (a fork does not copy it); the
  * fork's spending starts again from zero.
  */
-export function budgetedModel(run: DurableRun, model: LanguageModelV3, options: RecordedModelOptions & ModelBudgetOptions): LanguageModelV3 {
+export function budgetedModel<M extends CairnLanguageModel>(run: DurableRun, model: M, options: RecordedModelOptions & ModelBudgetOptions): M {
   const { budget, pricing, ...recorded } = options;
   validateBudget(budget);
   setPricing(run, pricing, budget);
@@ -87,8 +88,8 @@ function setPricing(run: DurableRun, pricing: Pricing | undefined, budget: Budge
 }
 
 /** One handle's recorded wrappers, one per scope it was called under. */
-function wrapperCache(run: DurableRun, model: LanguageModelV3, options: RecordedModelOptions): (scopeId: string | undefined) => LanguageModelV3 {
-  const byScope = new Map<string, LanguageModelV3>();
+function wrapperCache<M extends CairnLanguageModel>(run: DurableRun, model: M, options: RecordedModelOptions): (scopeId: string | undefined) => M {
+  const byScope = new Map<string, M>();
   return (scopeId) => {
     let wrapped = byScope.get(scopeId ?? "");
     if (wrapped === undefined) {
@@ -100,15 +101,19 @@ function wrapperCache(run: DurableRun, model: LanguageModelV3, options: Recorded
 }
 
 /** A model whose recorded wrapper is chosen at each call (once its budget scope is known). */
-function late(model: LanguageModelV3, target: () => LanguageModelV3 | Promise<LanguageModelV3>): LanguageModelV3 {
-  return {
-    specificationVersion: "v3",
+function late<M extends CairnLanguageModel>(given: M, target: () => M | Promise<M>): M {
+  // Either specification: the options and results pass through as the SDK gives and takes them.
+  const model = given as unknown as LanguageModelV3;
+  const inner = async () => (await target()) as unknown as LanguageModelV3;
+  const wrapped: LanguageModelV3 = {
+    specificationVersion: specOf(given) as "v3",
     provider: model.provider,
     modelId: model.modelId,
     get supportedUrls() {
       return model.supportedUrls;
     },
-    doGenerate: async (params: LanguageModelV3CallOptions) => (await target()).doGenerate(params),
-    doStream: async (params: LanguageModelV3CallOptions) => (await target()).doStream(params),
+    doGenerate: async (params) => (await inner()).doGenerate(params),
+    doStream: async (params) => (await inner()).doStream(params),
   };
+  return wrapped as unknown as M;
 }

@@ -1,5 +1,5 @@
 import type { LanguageModelV3, LanguageModelV3GenerateResult, LanguageModelV3StreamPart } from "@ai-sdk/provider";
-import { createIdGenerator } from "ai";
+import { randomInt } from "node:crypto";
 import { encodeValue } from "../store/value/index.js";
 import { redactHeaders } from "./credentials.js";
 import type { ProviderErrorRecord } from "./provider-errors.js";
@@ -32,7 +32,14 @@ export interface StreamRecord {
 /** A stream part as recorded: an in-band error part holds its error's record. */
 export type RecordedPart = LanguageModelV3StreamPart | { type: "error"; error: { $cairnError: ProviderErrorRecord } };
 
-export const responseId = createIdGenerator({ prefix: "aitxt", size: 24 });
+const ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+/** A response id in the form the AI SDK's own generator makes (`aitxt-` and 24 of [0-9A-Za-z]), without loading `ai`. */
+export function responseId(): string {
+  let id = "aitxt-";
+  for (let i = 0; i < 24; i++) id += ALPHABET[randomInt(ALPHABET.length)];
+  return id;
+}
 
 export function generateRecord(result: LanguageModelV3GenerateResult, model: LanguageModelV3, now: number, latencyMs: number, requestBody: BodyForm | undefined): GenerateRecord {
   const { request: _request, response, ...rest } = result;

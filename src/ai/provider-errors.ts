@@ -1,18 +1,4 @@
-import {
-  AISDKError,
-  APICallError,
-  EmptyResponseBodyError,
-  InvalidArgumentError,
-  InvalidPromptError,
-  InvalidResponseDataError,
-  JSONParseError,
-  LoadAPIKeyError,
-  LoadSettingError,
-  NoContentGeneratedError,
-  NoSuchModelError,
-  TypeValidationError,
-  UnsupportedFunctionalityError,
-} from "@ai-sdk/provider";
+import { sdk } from "./sdk.js";
 import { decodeValue, encodeValue } from "../store/value/index.js";
 import { redactHeaders, redactUrl } from "./credentials.js";
 
@@ -61,7 +47,7 @@ export function providerErrorRecord(error: unknown, body: BodyCodec, depth = 0, 
     else if (key === "requestBodyValues") value = { $cairnBody: body.encode(value) };
     fields[key] = encodeOrText(value);
   }
-  const as = AISDKError.isInstance(error) ? "sdk" : typeof DOMException !== "undefined" && error instanceof DOMException ? "dom" : "plain";
+  const as = sdk().provider.AISDKError.isInstance(error) ? "sdk" : typeof DOMException !== "undefined" && error instanceof DOMException ? "dom" : "plain";
   const record: ProviderErrorRecord = { kind: "error", name: e.name, message: e.message, as, fields };
   if (typeof e.stack === "string") record.stack = e.stack;
   if (e.cause !== undefined && depth < 8 && !seen.has(e.cause)) record.cause = providerErrorRecord(e.cause, body, depth + 1, seen);
@@ -124,6 +110,7 @@ export async function rebuildProviderError(record: ProviderErrorRecord, body: Bo
 }
 
 function sdkError(name: string, message: string, f: Record<string, unknown>, cause: unknown): Error {
+  const { AISDKError, APICallError, EmptyResponseBodyError, InvalidArgumentError, InvalidPromptError, InvalidResponseDataError, JSONParseError, LoadAPIKeyError, LoadSettingError, NoContentGeneratedError, NoSuchModelError, TypeValidationError, UnsupportedFunctionalityError } = sdk().provider;
   switch (name) {
     case "AI_APICallError":
       return new APICallError({

@@ -1,5 +1,4 @@
-import { AISDKError, APICallError, type LanguageModelV3, type LanguageModelV3CallOptions, type LanguageModelV3Content, type LanguageModelV3GenerateResult, type LanguageModelV3StreamPart } from "@ai-sdk/provider";
-import { wrapLanguageModel } from "ai";
+import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3Content, LanguageModelV3GenerateResult, LanguageModelV3StreamPart } from "@ai-sdk/provider";
 import { BudgetExceededError } from "../errors.js";
 import type { DurableRun } from "../engine/durable-run.js";
 import type { StepOptions } from "../engine/context.js";
@@ -16,6 +15,8 @@ import { journalError, originalError, providerErrorRecord, rebuildProviderError,
 import { modelCallReturned } from "./replayable-ids.js";
 import { decodeBody, encodeBody, recordedBodyForm, type BodyForm, type EncodedBody } from "./request-body.js";
 import { appendChunk, chunkOf, streamBand, streamChunkOps } from "./stream-chunks.js";
+import { sdk } from "./sdk.js";
+import { canonicalCallOptions, canonicalGenerateResult, canonicalStreamPart, sdkGenerateResult, sdkStreamPart, specOf, type CairnLanguageModel } from "./sdk-version.js";
 
 export interface RecordedModelOptions {
   /** The budget scope charged (an agent's run id); none: no budget. */
@@ -59,8 +60,16 @@ export interface RecordedModelOptions {
  * without Cairn — unless it broke before its first part and Cairn's own `retries` has attempts left,
  * then it is tried again. Raw chunks are recorded when the call asks for them
  * (`includeRawChunks`).
+ *
+ * Both AI SDK majors: the model returned implements the specification of the model given (v3 or
+ * v4); calls are recorded in the v3 form whichever it is (sdk-version.ts), so records do not depend
+ * on the major that wrote them. The wrapper is Cairn's own (what `wrapLanguageModel` builds, without
+ * loading `ai`).
  */
-export function recordedModel(run: DurableRun, model: LanguageModelV3, options: RecordedModelOptions = {}): LanguageModelV3 {
+export function recordedModel<M extends CairnLanguageModel>(run: DurableRun, given: M, options: RecordedModelOptions = {}): M {
+  const spec = specOf(given);
+  // Called with the SDK's own (v3 or v4) options; its results are made canonical where they arrive.
+  const model = given as unknown as LanguageModelV3;
   const state = agentState(run);
   const name = `${model.provider}:${model.modelId}`;
   const stepOptions = (params: LanguageModelV3CallOptions, streamStarted: () => boolean): StepOptions => ({
@@ -130,213 +139,225 @@ export function recordedModel(run: DurableRun, model: LanguageModelV3, options: 
     return form === undefined ? undefined : decodeBody(run, seq, form, params.prompt, (at) => recordedBodyForm(run, at));
   }
 
-  return wrapLanguageModel({
-    model,
-    middleware: {
-      specificationVersion: "v3",
-      wrapGenerate: async ({ params, model: inner }) => {
-        const release = await inOrder();
-        let chain: string[] = [];
-        let prompt: PromptRecord | undefined;
-        // Per attempt, by its record: an attempt abandoned at its timeout may still answer later.
-        const attempts = new WeakMap<GenerateRecord, { body: EncodedBody | undefined; live: { body: unknown } | undefined }>();
-        let live: { body: unknown } | undefined;
-        let recordedSeq: number | undefined;
-        const previous = state.lastPrompt;
-        const call = run.operation<GenerateRecord>({
-          kind: "model",
-          name,
-          fingerprint: promptFingerprint(params),
-          options: stepOptions(params, () => false),
-          execute: async ({ signal, seq }) => {
-            recordedSeq = seq;
-            chain = await admit();
-            prompt ??= promptRecord(params, state.storedMessages, previous, run.clock.now());
-            const started = run.clock.now();
-            let result: LanguageModelV3GenerateResult;
-            try {
-              result = await inner.doGenerate({ ...params, abortSignal: withSignal(params, signal) });
-            } catch (error) {
-              throw failure(error, params);
-            }
-            const requestBody = result.request?.body;
-            const body = requestBody === undefined ? undefined : encodeBody(run, seq, requestBody, params.prompt);
-            const record = generateRecord(result, model, run.clock.now(), run.clock.now() - started, body?.form);
-            attempts.set(record, { body, live: requestBody === undefined ? undefined : { body: requestBody } });
-            return record;
-          },
-          alsoWrite: (outcome, seq) =>
-            outcome.ok && prompt !== undefined ? rows(seq, prompt, callSummary(outcome.value, false), chain) : [],
-          onRecorded: (result, seq) => {
-            recordedSeq = seq;
-            remember(state, seq, callSummary(result, false), params, prompt);
-            const attempt = attempts.get(result);
-            attempt?.body?.remember();
-            live = attempt?.live;
-            modelCallReturned(run, seq);
-          },
-        });
-        release(); // the call has its seq
-        let record: GenerateRecord;
-        try {
-          record = await call;
-        } catch (error) {
-          throw await sdkError(error, params);
-        }
-        const { latencyMs: _latency, requestBody, ...result } = record;
-        void _latency;
-        const requestBodyValue = await requestBodyOf(live, requestBody, recordedSeq ?? -1, params);
-        return { ...result, ...(requestBodyValue === undefined ? {} : { request: { body: requestBodyValue } }) } as LanguageModelV3GenerateResult;
-      },
+  const inner = model;
+  const wrapped = {
+    specificationVersion: spec,
+    provider: model.provider,
+    modelId: model.modelId,
+    supportedUrls: model.supportedUrls,
+    doGenerate: async (sdkParams: unknown): Promise<unknown> => {
+      const params = canonicalCallOptions(sdkParams, spec);
+      const release = await inOrder();
+      let chain: string[] = [];
+      let prompt: PromptRecord | undefined;
+      // Per attempt, by its record: an attempt abandoned at its timeout may still answer later.
+      const attempts = new WeakMap<GenerateRecord, { body: EncodedBody | undefined; live: { body: unknown } | undefined }>();
+      let live: { body: unknown } | undefined;
+      let recordedSeq: number | undefined;
+      const previous = state.lastPrompt;
+      const call = run.operation<GenerateRecord>({
+        kind: "model",
+        name,
+        fingerprint: promptFingerprint(params),
+        options: stepOptions(params, () => false),
+        execute: async ({ signal, seq }) => {
+          recordedSeq = seq;
+          chain = await admit();
+          prompt ??= promptRecord(params, state.storedMessages, previous, run.clock.now());
+          const started = run.clock.now();
+          let result: LanguageModelV3GenerateResult;
+          try {
+            result = canonicalGenerateResult(await inner.doGenerate({ ...(sdkParams as LanguageModelV3CallOptions), abortSignal: withSignal(params, signal) }), spec);
+          } catch (error) {
+            throw failure(error, params);
+          }
+          const requestBody = result.request?.body;
+          const body = requestBody === undefined ? undefined : encodeBody(run, seq, requestBody, params.prompt);
+          const record = generateRecord(result, model, run.clock.now(), run.clock.now() - started, body?.form);
+          attempts.set(record, { body, live: requestBody === undefined ? undefined : { body: requestBody } });
+          return record;
+        },
+        alsoWrite: (outcome, seq) =>
+          outcome.ok && prompt !== undefined ? rows(seq, prompt, callSummary(outcome.value, false), chain) : [],
+        onRecorded: (result, seq) => {
+          recordedSeq = seq;
+          remember(state, seq, callSummary(result, false), params, prompt);
+          const attempt = attempts.get(result);
+          attempt?.body?.remember();
+          live = attempt?.live;
+          modelCallReturned(run, seq);
+        },
+      });
+      release(); // the call has its seq
+      let record: GenerateRecord;
+      try {
+        record = await call;
+      } catch (error) {
+        throw await sdkError(error, params);
+      }
+      const { latencyMs: _latency, requestBody, ...result } = record;
+      void _latency;
+      const requestBodyValue = await requestBodyOf(live, requestBody, recordedSeq ?? -1, params);
+      return sdkGenerateResult({ ...result, ...(requestBodyValue === undefined ? {} : { request: { body: requestBodyValue } }) } as LanguageModelV3GenerateResult, spec);
+    },
 
-      wrapStream: async ({ params, model: inner }) => {
-        const release = await inOrder();
-        let chain: string[] = [];
-        let delivered = false;
-        let band = streamBand(run);
-        let liveCall = false;
-        let consumer!: ReadableStreamDefaultController<LanguageModelV3StreamPart>;
-        const stream = new ReadableStream<LanguageModelV3StreamPart>({ start: (c) => void (consumer = c) });
-        let prompt: PromptRecord | undefined;
-        let body: EncodedBody | undefined;
-        let live: { body: unknown; headers: Record<string, string> | undefined; thrown?: unknown } | undefined;
-        let inBand: BodyCodec | undefined;
-        let recordedSeq: number | undefined;
-        // The SDK gets the stream once the attempt that will be recorded has delivered its first part.
-        let opened!: (head: { request?: { body: unknown }; response?: { headers?: Record<string, string> } }) => void;
-        const head = new Promise<{ request?: { body: unknown }; response?: { headers?: Record<string, string> } }>((resolve) => (opened = resolve));
-        const previous = state.lastPrompt;
-        const recorded = run.operation<StreamRecord>({
-          kind: "model",
-          name,
-          fingerprint: promptFingerprint(params),
-          options: stepOptions(params, () => delivered),
-          execute: async ({ signal, seq, attempt }) => {
-            liveCall = true;
-            recordedSeq = seq;
-            chain = await admit();
-            prompt ??= promptRecord(params, state.storedMessages, previous, run.clock.now());
-            const started = run.clock.now();
-            let result: Awaited<ReturnType<LanguageModelV3["doStream"]>>;
-            try {
-              result = await inner.doStream({ ...params, abortSignal: withSignal(params, signal) });
-            } catch (error) {
-              throw failure(error, params);
-            }
-            modelCallReturned(run, seq);
-            const requestBody = result.request?.body;
-            live = { body: requestBody, headers: result.response?.headers };
-            band = streamBand(run);
-            appendChunk(run, seq, band, "reset", "");
-            let position = band + 1;
-            const deliver = (part: LanguageModelV3StreamPart, recordedPart: RecordedPart): void => {
-              if (!delivered) {
-                delivered = true;
-                opened(liveHead(live!));
-              }
-              consumer.enqueue(part);
-              const chunk = chunkOf(recordedPart as { type: string } & Record<string, unknown>);
-              if (chunk !== null) appendChunk(run, seq, position++, chunk.kind, chunk.text, chunk.part);
-            };
-            const parts: RecordedPart[] = [];
-            let first = true;
-            inBand = bodies(params);
-            let thrown: ProviderErrorRecord | undefined;
-            try {
-              for await (const part of result.stream) {
-                if (part.type === "raw" && params.includeRawChunks !== true) continue;
-                if (first) {
-                  first = false;
-                  // The SDK would stamp a response id and time of its own: give it recorded ones.
-                  const metadata = metadataPart(model, run.clock.now());
-                  if (part.type === "stream-start") {
-                    parts.push(part, metadata);
-                    deliver(part, part);
-                    deliver(metadata, metadata);
-                    continue;
-                  }
-                  parts.push(metadata);
-                  deliver(metadata, metadata);
-                }
-                const kept: RecordedPart = part.type === "error" ? { type: "error", error: { $cairnError: providerErrorRecord(part.error, inBand) } } : part;
-                parts.push(kept);
-                if (part.type === "finish") continue; // held until the checkpoint commits
-                deliver(part, kept);
-              }
-            } catch (error) {
-              // Before any part, with attempts left, Cairn's retry layer tries again. Otherwise the
-              // break is the caller's, as without Cairn (the SDK does not retry a stream that broke):
-              // recorded with the parts delivered, and replayed as a stream that breaks there.
-              if (!delivered && attempt <= (options.retries ?? 0) && params.abortSignal?.aborted !== true && retryableProviderError(error)) {
-                throw failure(error, params);
-              }
-              thrown = providerErrorRecord(error, inBand);
-              live.thrown = error;
-            }
-            if (first) {
-              // Not a single part: the SDK would still stamp the step's response itself.
-              const metadata = metadataPart(model, run.clock.now());
-              parts.unshift(metadata);
-              if (thrown !== undefined) deliver(metadata, metadata);
-              else consumer.enqueue(metadata);
-            }
-            body = requestBody === undefined ? undefined : encodeBody(run, seq, requestBody, params.prompt);
-            const headers = redactHeadersOf(result.response?.headers);
-            const value: StreamRecord = { parts, latencyMs: run.clock.now() - started };
-            if (body !== undefined) value.requestBody = body.form;
-            if (headers !== undefined) value.responseHeaders = headers;
-            if (thrown !== undefined) value.thrown = thrown;
-            return value;
-          },
-          alsoWrite: (outcome, seq) => {
-            if (!outcome.ok || prompt === undefined) return [];
-            const summary = streamSummary(outcome.value);
-            return [...rows(seq, prompt, summary, chain), ...streamChunkOps(run, seq, band, outcome.value.parts as ({ type: string } & Record<string, unknown>)[])];
-          },
-          onRecorded: (value, seq) => {
-            recordedSeq = seq;
-            remember(state, seq, streamSummary(value), params, prompt);
-            body?.remember();
-            modelCallReturned(run, seq);
-          },
-        });
-        release(); // the call has its seq
-        const finished = recorded.then(
-          async (value) => {
-            const seq = recordedSeq ?? -1;
-            if (!liveCall) {
-              const requestBody = await requestBodyOf(undefined, value.requestBody, seq, params);
-              opened({
-                ...(requestBody === undefined ? {} : { request: { body: requestBody } }),
-                ...(value.responseHeaders === undefined ? {} : { response: { headers: value.responseHeaders as Record<string, string> } }),
-              });
-            } else if (!delivered) {
+    doStream: async (sdkParams: unknown): Promise<unknown> => {
+      const params = canonicalCallOptions(sdkParams, spec);
+      const release = await inOrder();
+      let chain: string[] = [];
+      let delivered = false;
+      let band = streamBand(run);
+      let liveCall = false;
+      let sdkConsumer!: ReadableStreamDefaultController<unknown>;
+      const stream = new ReadableStream<unknown>({ start: (c) => void (sdkConsumer = c) });
+      // Parts reach the SDK in the model's own specification.
+      const consumer = {
+        enqueue: (part: LanguageModelV3StreamPart) => sdkConsumer.enqueue(sdkStreamPart(part, spec)),
+        error: (error: unknown) => sdkConsumer.error(error),
+        close: () => sdkConsumer.close(),
+      };
+      let prompt: PromptRecord | undefined;
+      let body: EncodedBody | undefined;
+      let live: { body: unknown; headers: Record<string, string> | undefined; thrown?: unknown } | undefined;
+      let inBand: BodyCodec | undefined;
+      let recordedSeq: number | undefined;
+      // The SDK gets the stream once the attempt that will be recorded has delivered its first part.
+      let opened!: (head: { request?: { body: unknown }; response?: { headers?: Record<string, string> } }) => void;
+      const head = new Promise<{ request?: { body: unknown }; response?: { headers?: Record<string, string> } }>((resolve) => (opened = resolve));
+      const previous = state.lastPrompt;
+      const recorded = run.operation<StreamRecord>({
+        kind: "model",
+        name,
+        fingerprint: promptFingerprint(params),
+        options: stepOptions(params, () => delivered),
+        execute: async ({ signal, seq, attempt }) => {
+          liveCall = true;
+          recordedSeq = seq;
+          chain = await admit();
+          prompt ??= promptRecord(params, state.storedMessages, previous, run.clock.now());
+          const started = run.clock.now();
+          let result: Awaited<ReturnType<LanguageModelV3["doStream"]>>;
+          try {
+            result = await inner.doStream({ ...(sdkParams as LanguageModelV3CallOptions), abortSignal: withSignal(params, signal) });
+          } catch (error) {
+            throw failure(error, params);
+          }
+          modelCallReturned(run, seq);
+          const requestBody = result.request?.body;
+          live = { body: requestBody, headers: result.response?.headers };
+          band = streamBand(run);
+          appendChunk(run, seq, band, "reset", "");
+          let position = band + 1;
+          const deliver = (part: LanguageModelV3StreamPart, recordedPart: RecordedPart): void => {
+            if (!delivered) {
+              delivered = true;
               opened(liveHead(live!));
             }
-            for (const part of value.parts) {
-              if (liveCall && part.type !== "finish") continue;
-              consumer.enqueue(part.type === "error" ? { type: "error", error: await rebuildPart(part.error, params) } : part);
+            consumer.enqueue(part);
+            const chunk = chunkOf(recordedPart as { type: string } & Record<string, unknown>);
+            if (chunk !== null) appendChunk(run, seq, position++, chunk.kind, chunk.text, chunk.part);
+          };
+          const parts: RecordedPart[] = [];
+          let first = true;
+          inBand = bodies(params);
+          let thrown: ProviderErrorRecord | undefined;
+          try {
+            for await (const sdkPart of result.stream) {
+              const part = canonicalStreamPart(sdkPart, spec);
+              if (part === null) continue;
+              if (part.type === "raw" && params.includeRawChunks !== true) continue;
+              if (first) {
+                first = false;
+                // The SDK would stamp a response id and time of its own: give it recorded ones.
+                const metadata = metadataPart(model, run.clock.now());
+                if (part.type === "stream-start") {
+                  parts.push(part, metadata);
+                  deliver(part, part);
+                  deliver(metadata, metadata);
+                  continue;
+                }
+                parts.push(metadata);
+                deliver(metadata, metadata);
+              }
+              const kept: RecordedPart = part.type === "error" ? { type: "error", error: { $cairnError: providerErrorRecord(part.error, inBand) } } : part;
+              parts.push(kept);
+              if (part.type === "finish") continue; // held until the checkpoint commits
+              deliver(part, kept);
             }
-            if (value.thrown !== undefined) {
-              consumer.error(liveCall ? live?.thrown : await rebuildProviderError(value.thrown, bodies(params)));
-            } else {
-              consumer.close();
+          } catch (error) {
+            // Before any part, with attempts left, Cairn's retry layer tries again. Otherwise the
+            // break is the caller's, as without Cairn (the SDK does not retry a stream that broke):
+            // recorded with the parts delivered, and replayed as a stream that breaks there.
+            if (!delivered && attempt <= (options.retries ?? 0) && params.abortSignal?.aborted !== true && retryableProviderError(error)) {
+              throw failure(error, params);
             }
-          },
-          async (error: unknown) => {
-            const sdk = await sdkError(error, params);
-            // Before any part, the SDK learns of the failure as doStream's own rejection, as without Cairn.
-            if (!delivered) throw sdk;
-            consumer.error(sdk);
-          },
-        );
-        // The reader went away (cancelled the stream) before the record committed: nothing to deliver.
-        finished.catch(() => undefined);
-        const opening = await Promise.race([head, finished.then(() => head)]);
-        return { stream, ...opening };
-      },
+            thrown = providerErrorRecord(error, inBand);
+            live.thrown = error;
+          }
+          if (first) {
+            // Not a single part: the SDK would still stamp the step's response itself.
+            const metadata = metadataPart(model, run.clock.now());
+            parts.unshift(metadata);
+            if (thrown !== undefined) deliver(metadata, metadata);
+            else consumer.enqueue(metadata);
+          }
+          body = requestBody === undefined ? undefined : encodeBody(run, seq, requestBody, params.prompt);
+          const headers = redactHeadersOf(result.response?.headers);
+          const value: StreamRecord = { parts, latencyMs: run.clock.now() - started };
+          if (body !== undefined) value.requestBody = body.form;
+          if (headers !== undefined) value.responseHeaders = headers;
+          if (thrown !== undefined) value.thrown = thrown;
+          return value;
+        },
+        alsoWrite: (outcome, seq) => {
+          if (!outcome.ok || prompt === undefined) return [];
+          const summary = streamSummary(outcome.value);
+          return [...rows(seq, prompt, summary, chain), ...streamChunkOps(run, seq, band, outcome.value.parts as ({ type: string } & Record<string, unknown>)[])];
+        },
+        onRecorded: (value, seq) => {
+          recordedSeq = seq;
+          remember(state, seq, streamSummary(value), params, prompt);
+          body?.remember();
+          modelCallReturned(run, seq);
+        },
+      });
+      release(); // the call has its seq
+      const finished = recorded.then(
+        async (value) => {
+          const seq = recordedSeq ?? -1;
+          if (!liveCall) {
+            const requestBody = await requestBodyOf(undefined, value.requestBody, seq, params);
+            opened({
+              ...(requestBody === undefined ? {} : { request: { body: requestBody } }),
+              ...(value.responseHeaders === undefined ? {} : { response: { headers: value.responseHeaders as Record<string, string> } }),
+            });
+          } else if (!delivered) {
+            opened(liveHead(live!));
+          }
+          for (const part of value.parts) {
+            if (liveCall && part.type !== "finish") continue;
+            consumer.enqueue(part.type === "error" ? { type: "error", error: await rebuildPart(part.error, params) } : part);
+          }
+          if (value.thrown !== undefined) {
+            consumer.error(liveCall ? live?.thrown : await rebuildProviderError(value.thrown, bodies(params)));
+          } else {
+            consumer.close();
+          }
+        },
+        async (error: unknown) => {
+          const sdk = await sdkError(error, params);
+          // Before any part, the SDK learns of the failure as doStream's own rejection, as without Cairn.
+          if (!delivered) throw sdk;
+          consumer.error(sdk);
+        },
+      );
+      // The reader went away (cancelled the stream) before the record committed: nothing to deliver.
+      finished.catch(() => undefined);
+      const opening = await Promise.race([head, finished.then(() => head)]);
+      return { stream, ...opening };
     },
-  });
+  };
+  return wrapped as unknown as M;
 
   async function rebuildPart(error: unknown, params: LanguageModelV3CallOptions): Promise<unknown> {
     const record = (error as { $cairnError?: ProviderErrorRecord } | null)?.$cairnError;
@@ -395,6 +416,7 @@ const RETRYABLE_SDK_ERRORS = new Set(["AI_EmptyResponseBodyError", "AI_InvalidRe
  */
 function retryableProviderError(error: unknown): boolean {
   if (error instanceof BudgetExceededError) return false;
+  const { AISDKError, APICallError } = sdk().provider;
   if (APICallError.isInstance(error)) return error.isRetryable;
   // Other AI SDK errors: a response that did not parse or validate may come right next time; a bad
   // prompt, argument, key or model will not.

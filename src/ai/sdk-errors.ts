@@ -1,5 +1,3 @@
-import * as provider from "@ai-sdk/provider";
-import * as ai from "ai";
 import { registerErrorClass, type ErrorClass } from "../error-registry.js";
 
 /**
@@ -15,7 +13,7 @@ import { registerErrorClass, type ErrorClass } from "../error-registry.js";
 type SdkErrorClass = ErrorClass & { isInstance?: (error: unknown) => boolean };
 
 /** `prefix` tells apart the few classes both packages define under one name (InvalidArgumentError). */
-function registerSdkErrors(exports: Record<string, unknown>, prefix: string, taken: Set<unknown>): void {
+function registerClasses(exports: Record<string, unknown>, prefix: string, taken: Set<unknown>): void {
   for (const [exportName, value] of Object.entries(exports)) {
     if (!exportName.endsWith("Error") || typeof value !== "function" || taken.has(value)) continue;
     const errorClass = value as SdkErrorClass;
@@ -26,17 +24,12 @@ function registerSdkErrors(exports: Record<string, unknown>, prefix: string, tak
   }
 }
 
-const registered = new Set<unknown>();
-registerSdkErrors(provider as Record<string, unknown>, "", registered);
-// "ai" re-exports most of the provider's classes (skipped: already registered) and adds its own.
-const providerNames = new Set(Object.keys(provider));
-registerSdkErrors(
-  Object.fromEntries(Object.entries(ai).filter(([name]) => !providerNames.has(name))),
-  "",
-  registered,
-);
-registerSdkErrors(
-  Object.fromEntries(Object.entries(ai).filter(([name]) => providerNames.has(name))),
-  "ai:",
-  registered,
-);
+/** Registers the error classes of the installed `ai` and `@ai-sdk/provider` (sdk.ts calls it once). */
+export function registerSdkErrors(ai: Record<string, unknown>, provider: Record<string, unknown>): void {
+  const registered = new Set<unknown>();
+  registerClasses(provider, "", registered);
+  // "ai" re-exports most of the provider's classes (skipped: already registered) and adds its own.
+  const providerNames = new Set(Object.keys(provider));
+  registerClasses(Object.fromEntries(Object.entries(ai).filter(([name]) => !providerNames.has(name))), "", registered);
+  registerClasses(Object.fromEntries(Object.entries(ai).filter(([name]) => providerNames.has(name))), "ai:", registered);
+}

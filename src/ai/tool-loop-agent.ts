@@ -1,7 +1,7 @@
-import type { LanguageModelV3 } from "@ai-sdk/provider";
 import type { ToolLoopAgent } from "ai";
 import { InvalidSpecError } from "../errors.js";
 import type { AgentSpec } from "./agent.js";
+import type { CairnLanguageModel } from "./sdk-version.js";
 
 /** What Cairn adds to a `ToolLoopAgent` passed to `cairn.agent(name, agent, options)`. */
 export type CairnAgentOptions = Pick<
@@ -37,5 +37,5 @@ export function fromToolLoopAgent(name: string, agent: ToolLoopAgent<never, any,
   if (typeof model === "string") {
     throw new InvalidSpecError("model", model, `agent "${name}": give the ToolLoopAgent a language model object (e.g. provider.chatModel("id")), not a model id string`);
   }
-  return { ...(rest as Omit<AgentSpec, "model">), model: model as LanguageModelV3, ...options };
+  return { ...(rest as Omit<AgentSpec, "model">), model: model as CairnLanguageModel, ...options };
 }

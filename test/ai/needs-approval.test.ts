@@ -1,6 +1,6 @@
 import type { LanguageModelV3StreamPart } from "@ai-sdk/provider";
 import { generateText, jsonSchema, simulateReadableStream, stepCountIs, streamText, tool } from "ai";
-import { MockLanguageModelV3 } from "ai/test";
+import { MockLanguageModel } from "./sdk-matrix.js";
 import { describe, expect, it } from "vitest";
 import type { Cairn } from "../../src/index.js";
 import { BACKENDS } from "../backends.js";
@@ -139,7 +139,7 @@ describe.each(BACKENDS)("needsApproval on $name", (backend) => {
   it("denies through streamText too: the streamed loop shows the model execution-denied", async () => {
     const cairn = env.cairn(await env.database(), { pollIntervalMs: 50 });
     const refunds: number[] = [];
-    const model = new MockLanguageModelV3({
+    const model = new MockLanguageModel({
       doStream: async (call) => {
         const outputs = toolOutputs(call);
         const parts: LanguageModelV3StreamPart[] =

@@ -6,6 +6,7 @@ import { startMockLlm, type MockLlm } from "../../src/testing/mock-llm/index.js"
 import { BACKENDS } from "../backends.js";
 import { cairnFactory } from "../harness.js";
 import { storeOf } from "../../src/internal.js";
+import { responseMessages, systemInMessages } from "./sdk-matrix.js";
 
 describe.each(BACKENDS)("prompt storage on $name", (backend) => {
   const env = cairnFactory(backend);
@@ -23,8 +24,8 @@ describe.each(BACKENDS)("prompt storage on $name", (backend) => {
       const messages: ModelMessage[] = [{ role: "system", content: "Be brief." }];
       for (let turn = 0; turn < 5; turn++) {
         messages.push({ role: "user", content: `Question ${turn}` });
-        const result = await generateText({ model: ctx.model(provider.chatModel("mock-1")), messages });
-        messages.push(...result.response.messages);
+        const result = await generateText({ model: ctx.model(provider.chatModel("mock-1")), messages, ...systemInMessages });
+        messages.push(...responseMessages(result));
       }
       return messages.length;
     });

@@ -1,5 +1,5 @@
 import type { LanguageModelV3CallOptions, LanguageModelV3Content, LanguageModelV3GenerateResult } from "@ai-sdk/provider";
-import { MockLanguageModelV3 } from "ai/test";
+import { MockLanguageModel } from "./sdk-matrix.js";
 
 /** The usage every scripted answer reports: 10 tokens (6 in, 4 out). */
 export function usage(input = 6, output = 4): LanguageModelV3GenerateResult["usage"] {
@@ -28,8 +28,8 @@ export function toolOutputs(call: LanguageModelV3CallOptions): unknown[] {
  * The AI SDK's own test double, scripted by the prompt (so a replay or a repeated call gets the same
  * answer): no tool result yet → call `toolName` with `input`; else → say what the tool returned.
  */
-export function toolThenAnswer(toolName: string, input: unknown, options: { modelId?: string } = {}): MockLanguageModelV3 {
-  return new MockLanguageModelV3({
+export function toolThenAnswer(toolName: string, input: unknown, options: { modelId?: string } = {}): MockLanguageModel {
+  return new MockLanguageModel({
     modelId: options.modelId ?? "mock-model-id",
     doGenerate: async (call) => {
       const outputs = toolOutputs(call);
@@ -40,6 +40,6 @@ export function toolThenAnswer(toolName: string, input: unknown, options: { mode
 }
 
 /** A model that always answers `text` (10 tokens a call). */
-export function plainText(text: string, modelId = "mock-model-id"): MockLanguageModelV3 {
-  return new MockLanguageModelV3({ modelId, doGenerate: async () => answer([{ type: "text", text }]) });
+export function plainText(text: string, modelId = "mock-model-id"): MockLanguageModel {
+  return new MockLanguageModel({ modelId, doGenerate: async () => answer([{ type: "text", text }]) });
 }

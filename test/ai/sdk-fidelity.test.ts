@@ -1,6 +1,6 @@
 import { APICallError, type LanguageModelV3CallOptions, type LanguageModelV3StreamPart } from "@ai-sdk/provider";
 import { generateText, jsonSchema, streamText, tool, type ModelMessage } from "ai";
-import { MockLanguageModelV3 } from "ai/test";
+import { MockLanguageModel, responseMessages, withBodies } from "./sdk-matrix.js";
 import { describe, expect, it } from "vitest";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory } from "../harness.js";
@@ -40,7 +40,7 @@ describe.each(BACKENDS)("AI SDK fidelity on $name", (backend) => {
   const env = cairnFactory(backend);
 
   it("point 3: a provider error comes back with its class and fields, live and on replay", async () => {
-    const model = new MockLanguageModelV3({
+    const model = new MockLanguageModel({
       doGenerate: async () => {
         throw outage(400);
       },
@@ -49,7 +49,7 @@ describe.each(BACKENDS)("AI SDK fidelity on $name", (backend) => {
       const error = await generateText({ model: ctx.model(model), prompt: "hello", maxRetries: 0 }).catch((e: unknown) => e);
       return { described: describeError(error), url: (error as APICallError).url, authorization: (error as APICallError).responseHeaders?.authorization };
     });
-    const plain = describeError(await generateText({ model: new MockLanguageModelV3({ doGenerate: async () => { throw outage(400); } }), prompt: "hello", maxRetries: 0 }).catch((e: unknown) => e));
+    const plain = describeError(await generateText({ model: new MockLanguageModel({ doGenerate: async () => { throw outage(400); } }), prompt: "hello", maxRetries: 0 }).catch((e: unknown) => e));
     expect(live.described).toEqual(plain);
     expect(replayed.described).toEqual(plain);
     expect(plain).toMatchObject({ isInstance: true, instanceOf: true, statusCode: 400, isRetryable: false, requestId: "req-42" });
@@ -65,7 +65,7 @@ describe.each(BACKENDS)("AI SDK fidelity on $name", (backend) => {
 
   it("point 3: with generateText's default maxRetries, a run that succeeded live succeeds on replay", async () => {
     let calls = 0;
-    const model = new MockLanguageModelV3({
+    const model = new MockLanguageModel({
       doGenerate: async () => {
         calls++;
         if (calls <= 2) throw outage(503);
@@ -85,7 +85,7 @@ describe.each(BACKENDS)("AI SDK fidelity on $name", (backend) => {
 
   it("point 7: one retry layer — the SDK's by default, Cairn's when asked, never both; isRetryable honoured", async () => {
     const failing = (status: number) => {
-      const model = new MockLanguageModelV3({
+      const model = new MockLanguageModel({
         doGenerate: async () => {
           throw outage(status);
         },
@@ -109,7 +109,7 @@ describe.each(BACKENDS)("AI SDK fidelity on $name", (backend) => {
 
   it("point 7: the caller's abortSignal reaches the provider combined with the step's, and an abort is never retried", async () => {
     const seen: AbortSignal[] = [];
-    const model = new MockLanguageModelV3({
+    const model = new MockLanguageModel({
       doGenerate: async (options: LanguageModelV3CallOptions) => {
         seen.push(options.abortSignal!);
         return new Promise((_, reject) => options.abortSignal!.addEventListener("abort", () => reject(options.abortSignal!.reason as Error)));
@@ -129,8 +129,8 @@ describe.each(BACKENDS)("AI SDK fidelity on $name", (backend) => {
   });
 
   it("point 4: the response id and timestamp the provider omits are recorded and replayed (generate and stream)", async () => {
-    const generating = new MockLanguageModelV3({ doGenerate: async () => textResult("hi") });
-    const streaming = new MockLanguageModelV3({
+    const generating = new MockLanguageModel({ doGenerate: async () => textResult("hi") });
+    const streaming = new MockLanguageModel({
       doStream: async () => streamOf([{ type: "stream-start", warnings: [] }, { type: "text-start", id: "t" }, { type: "text-delta", id: "t", delta: "hi" }, { type: "text-end", id: "t" }, FINISH]),
     });
     const { live, replayed } = await liveAndReplayed(env, "p4-ids", async (ctx) => {
@@ -156,7 +156,7 @@ describe.each(BACKENDS)("AI SDK fidelity on $name", (backend) => {
         return { refunded: input.order };
       },
     });
-    const model = new MockLanguageModelV3({
+    const model = new MockLanguageModel({
       doGenerate: [
         { content: [{ type: "tool-call", toolCallId: "call-1", toolName: "refund", input: '{"order":"42"}' }], finishReason: { unified: "tool-calls", raw: "tool_calls" }, usage: textResult("").usage, warnings: [] },
         textResult("Refunded order 42."),
@@ -201,7 +201,7 @@ describe.each(BACKENDS)("AI SDK fidelity on $name", (backend) => {
       ...(finish.type === "finish" && finish.finishReason.unified === "tool-calls" ? [{ type: "tool-call", toolCallId: "c1", toolName: "noop", input: "{}" } as LanguageModelV3StreamPart] : []),
       finish,
     ];
-    const model = new MockLanguageModelV3({
+    const model = new MockLanguageModel({
       doStream: [
         streamOf(step("first ", { type: "finish", finishReason: { unified: "tool-calls", raw: "tool_calls" }, usage: FINISH.type === "finish" ? FINISH.usage : textResult("").usage })),
         streamOf(step("second", FINISH)),
@@ -228,15 +228,15 @@ describe.each(BACKENDS)("AI SDK fidelity on $name", (backend) => {
       { type: "text-delta", id: "t", delta: "answer" },
       { type: "error", error: outage(529, { message: "overloaded mid-stream" }) },
     ];
-    const run = async (model: MockLanguageModelV3) => {
+    const run = async (model: MockLanguageModel) => {
       const errors: unknown[] = [];
       const result = streamText({ model, prompt: "go", onError: ({ error }) => void errors.push(describeError(error)) });
       const text = await result.text;
       return { text, finishReason: await result.finishReason, errors };
     };
-    const plain = await run(new MockLanguageModelV3({ doStream: async () => streamOf(parts()) }));
-    const model = new MockLanguageModelV3({ doStream: async () => streamOf(parts()) });
-    const { live, replayed, cairn } = await liveAndReplayed(env, "p6-error", (ctx) => run(ctx.model(model) as MockLanguageModelV3));
+    const plain = await run(new MockLanguageModel({ doStream: async () => streamOf(parts()) }));
+    const model = new MockLanguageModel({ doStream: async () => streamOf(parts()) });
+    const { live, replayed, cairn } = await liveAndReplayed(env, "p6-error", (ctx) => run(ctx.model(model) as MockLanguageModel));
     expect(plain).toMatchObject({ text: "Partial answer", finishReason: "error" });
     expect(live).toEqual(plain);
     expect(replayed).toEqual(plain);
@@ -256,7 +256,7 @@ describe.each(BACKENDS)("AI SDK fidelity on $name", (backend) => {
         },
       }),
     });
-    const run = async (model: MockLanguageModelV3) => {
+    const run = async (model: MockLanguageModel) => {
       const errors: unknown[] = [];
       const result = streamText({ model, prompt: "go", onError: ({ error }) => void errors.push(describeError(error)) });
       const deltas: string[] = [];
@@ -266,9 +266,9 @@ describe.each(BACKENDS)("AI SDK fidelity on $name", (backend) => {
       })().catch((e: unknown) => `threw ${(e as Error).name}`);
       return { deltas, ended, errors };
     };
-    const plain = await run(new MockLanguageModelV3({ doStream: async () => breaking() }));
-    const model = new MockLanguageModelV3({ doStream: async () => breaking() });
-    const { live, replayed } = await liveAndReplayed(env, "p6-break", (ctx) => run(ctx.model(model) as MockLanguageModelV3));
+    const plain = await run(new MockLanguageModel({ doStream: async () => breaking() }));
+    const model = new MockLanguageModel({ doStream: async () => breaking() });
+    const { live, replayed } = await liveAndReplayed(env, "p6-break", (ctx) => run(ctx.model(model) as MockLanguageModel));
     expect(live).toEqual(plain);
     expect(replayed).toEqual(plain);
     expect(model.doStreamCalls).toHaveLength(1);
@@ -282,7 +282,7 @@ describe.each(BACKENDS)("AI SDK fidelity on $name", (backend) => {
       { type: "insert", table: "cairn_stream_chunks", values: { run_id: "cut-kinds", model_seq: 0, position: 1, kind: "reasoning", chunk: '{"text":"STALE","part":{"id":"r"}}', created_at: 1 } },
       { type: "insert", table: "cairn_stream_chunks", values: { run_id: "cut-kinds", model_seq: 0, position: 2, kind: "tool-input-delta", chunk: '{"text":"STALE","part":{"id":"x"}}', created_at: 1 } },
     ]);
-    const model = new MockLanguageModelV3({
+    const model = new MockLanguageModel({
       doStream: async () => streamOf([{ type: "reasoning-start", id: "r" }, { type: "reasoning-delta", id: "r", delta: "fresh" }, { type: "reasoning-end", id: "r" }, { type: "text-start", id: "t" }, { type: "text-delta", id: "t", delta: "done" }, { type: "text-end", id: "t" }, FINISH]),
     });
     const wf = cairn.workflow("cut-kinds", async (ctx) => streamText({ model: ctx.model(model), prompt: "go" }).text);
@@ -295,7 +295,7 @@ describe.each(BACKENDS)("AI SDK fidelity on $name", (backend) => {
 
   it("point 9: response headers and body recorded; request.body rebuilt on replay, credentials out, storage per turn flat", async () => {
     const turns = 12;
-    const model = new MockLanguageModelV3({
+    const model = new MockLanguageModel({
       doGenerate: async (options: LanguageModelV3CallOptions) => ({
         ...textResult(`reply ${options.prompt.length} ${"x".repeat(300)}`),
         request: { body: { model: "m", api_key: "sk-body-secret", temperature: 0, messages: options.prompt.map((m) => ({ role: m.role, content: JSON.stringify(m.content) })) } },
@@ -308,8 +308,8 @@ describe.each(BACKENDS)("AI SDK fidelity on $name", (backend) => {
       const seen: unknown[] = [];
       for (let turn = 0; turn < turns; turn++) {
         messages.push({ role: "user", content: `question ${turn}: ${"y".repeat(400)}` });
-        const result = await generateText({ model: recorded, messages });
-        messages.push(...result.response.messages);
+        const result = await generateText({ model: recorded, messages, ...withBodies });
+        messages.push(...responseMessages(result));
         seen.push({ request: result.request.body, headers: result.response.headers, body: result.response.body });
       }
       return seen;
@@ -334,7 +334,7 @@ describe.each(BACKENDS)("AI SDK fidelity on $name", (backend) => {
 
   it("point 9: concurrent loops whose provider reports request bodies replay to the same values (bodies are read at the call)", async () => {
     const reporting = (name: string, delayMs: number) =>
-      new MockLanguageModelV3({
+      new MockLanguageModel({
         modelId: name,
         doGenerate: async (options: LanguageModelV3CallOptions) => {
           await new Promise((resolve) => setTimeout(resolve, delayMs));
@@ -347,13 +347,13 @@ describe.each(BACKENDS)("AI SDK fidelity on $name", (backend) => {
     const slow = reporting("slow", 30);
     const fast = reporting("fast", 1);
     const { live, replayed } = await liveAndReplayed(env, "p9-concurrent", async (ctx) => {
-      const loop = async (model: MockLanguageModelV3, topic: string) => {
+      const loop = async (model: MockLanguageModel, topic: string) => {
         const messages: ModelMessage[] = [];
         const out: unknown[] = [];
         for (let turn = 0; turn < 3; turn++) {
           messages.push({ role: "user", content: `${topic} ${turn} ${"q".repeat(300)}` });
-          const result = await generateText({ model: ctx.model(model), messages });
-          messages.push(...result.response.messages);
+          const result = await generateText({ model: ctx.model(model), messages, ...withBodies });
+          messages.push(...responseMessages(result));
           out.push([result.text, (result.request.body as { messages: unknown[] }).messages.length]);
         }
         return out;
@@ -374,7 +374,7 @@ describe.each(BACKENDS)("AI SDK fidelity on $name", (backend) => {
       { type: "text-end", id: "t" },
       FINISH,
     ];
-    const model = new MockLanguageModelV3({ doStream: async () => streamOf(parts()) });
+    const model = new MockLanguageModel({ doStream: async () => streamOf(parts()) });
     const { live, replayed } = await liveAndReplayed(env, "p9-raw", async (ctx) => {
       const raws: unknown[] = [];
       const asked = streamText({ model: ctx.model(model), prompt: "a", includeRawChunks: true });
@@ -389,7 +389,7 @@ describe.each(BACKENDS)("AI SDK fidelity on $name", (backend) => {
   });
 
   it("cairn.stream carries every part kind — reasoning, tool input, tool calls, tool results, text — and keeps text readers working", async () => {
-    const model = new MockLanguageModelV3({
+    const model = new MockLanguageModel({
       doStream: [
         streamOf([
           { type: "stream-start", warnings: [] },
@@ -431,7 +431,7 @@ describe.each(BACKENDS)("AI SDK fidelity on $name", (backend) => {
   });
 
   it("ctx.isReplaying (the engine's) tells an AI SDK callback such as onStepFinish that it runs again on replay", async () => {
-    const model = new MockLanguageModelV3({ doGenerate: async () => textResult("ok") });
+    const model = new MockLanguageModel({ doGenerate: async () => textResult("ok") });
     const { live, replayed } = await liveAndReplayed(env, "replaying", async (ctx) => {
       const seen: [string, boolean][] = [["start", ctx.isReplaying]];
       await generateText({ model: ctx.model(model), prompt: "a", onStepFinish: () => void seen.push(["onStepFinish", ctx.isReplaying]) });

@@ -1,5 +1,5 @@
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
-import type { LanguageModelV3 } from "@ai-sdk/provider";
+import type { SdkLanguageModel as LanguageModelV3 } from "../../ai/sdk-version.js";
 import { CliError } from "../cli-error.js";
 
 /**

@@ -1,4 +1,4 @@
-import type { LanguageModelV3 } from "@ai-sdk/provider";
+import type { CairnLanguageModel as LanguageModelV3 } from "../../ai/sdk-version.js";
 import { jsonSchema, tool } from "ai";
 import type { Cairn } from "../../index.js";
 import { idempotencyKey, type Agent, type Pricing } from "../../ai/index.js";
