@@ -6,6 +6,7 @@ import { agentBody, validateAgentSpec, type Agent, type AgentSpec } from "./ai/a
 import { agentContext, type AgentContext, type AgentSettings } from "./ai/agent-context.js";
 import { readStream, type StreamChunk } from "./ai/stream-chunks.js";
 import { fromToolLoopAgent, isToolLoopAgent, type CairnAgentOptions } from "./ai/tool-loop-agent.js";
+import { AGENTS_EXTENSION } from "./ai/schema/agents-extension.js";
 import { CairnRuntime, type CairnOptions } from "./engine/cairn.js";
 import type { Workflow, WorkflowOptions } from "./engine/workflow.js";
 
@@ -23,6 +24,9 @@ export class Cairn extends CairnRuntime {
     // Checked before the store opens, so that a bad key leaves nothing open.
     const approvalKey = approvalKeyBytes(options.approvalKey ?? (process.env.CAIRN_APPROVAL_KEY || undefined));
     super(options);
+    // issue 9 (store): the agents layer brings its schema, tables, step kinds and hooks to the
+    // store through the extension contract, before the store first migrates (on first use).
+    this.store().register(AGENTS_EXTENSION);
     this.agentSettings = { approvalKey };
     this.approvals = new Approvals({
       ready: () => this.readyStore(),

@@ -8,14 +8,11 @@ import {
   payloadPage,
   validateDeleteFilter,
   type DeletedRuns,
+  type LayerDeletion,
   type RetentionSql,
   type RunDeleteFilter,
 } from "../retention.js";
 import type { RunStatus } from "../store.js";
-
-/** The hashes inside each model call's `prompt_messages` (a JSON array, or `{"after": seq, "add": [...]}`). */
-const PROMPT_HASHES = `SELECT m.run_id AS run_id, jsonb_array_elements_text(CASE WHEN jsonb_typeof(m.prompt_messages::jsonb) = 'array'
-    THEN m.prompt_messages::jsonb ELSE m.prompt_messages::jsonb -> 'add' END) AS h FROM cairn_model_calls m`;
 
 /**
  * Retention on PostgreSQL, in two transactions.
@@ -31,7 +28,7 @@ const PROMPT_HASHES = `SELECT m.run_id AS run_id, jsonb_array_elements_text(CASE
  *    names a hash and deletes it. A writer that was waiting then re-inserts the payload it needs.
  *    The lock is held for one short statement per 500 hashes.
  */
-export async function postgresDeleteRuns(pool: pg.Pool, filter: RunDeleteFilter): Promise<DeletedRuns> {
+export async function postgresDeleteRuns(pool: pg.Pool, filter: RunDeleteFilter, layers: LayerDeletion): Promise<DeletedRuns> {
   validateDeleteFilter(filter);
   const { runIds, skipped, hashes } = await retryingTransaction(pool, async (client) => {
     const sql = adapter(client);
@@ -44,28 +41,28 @@ export async function postgresDeleteRuns(pool: pg.Pool, filter: RunDeleteFilter)
       );
       return new Map(rows.rows.map((r) => [r.id, r.status]));
     });
-    const named = await deleteRunRows(sql, trees.runIds, PROMPT_HASHES);
+    const named = await deleteRunRows(sql, trees.runIds, layers);
     return { ...trees, hashes: named };
   });
-  const payloads = hashes.length === 0 ? 0 : await collect(pool, hashes);
+  const payloads = hashes.length === 0 ? 0 : await collect(pool, hashes, layers);
   return { runIds, skipped, payloads };
 }
 
-export async function postgresCollectPayloads(pool: pg.Pool): Promise<number> {
+export async function postgresCollectPayloads(pool: pg.Pool, layers: LayerDeletion): Promise<number> {
   let deleted = 0;
   let after = "";
   for (;;) {
     const page = await payloadPage(adapter(pool), after, 2000);
     if (page.length === 0) return deleted;
-    deleted += await collect(pool, page);
+    deleted += await collect(pool, page, layers);
     after = page[page.length - 1]!;
   }
 }
 
-function collect(pool: pg.Pool, hashes: string[]): Promise<number> {
+function collect(pool: pg.Pool, hashes: string[], layers: LayerDeletion): Promise<number> {
   return retryingTransaction(pool, async (client) => {
     await client.query("LOCK TABLE cairn_payloads IN SHARE ROW EXCLUSIVE MODE");
-    return collectHashes(adapter(client), hashes, PROMPT_HASHES);
+    return collectHashes(adapter(client), hashes, layers);
   });
 }
 

@@ -1,7 +1,9 @@
 import pg from "pg";
 import type { PoolClient, QueryConfig } from "pg";
 import { FencedError, NotACairnDatabaseError, RunNotFoundError } from "../../errors.js";
-import { LATEST_SCHEMA_VERSION, MIGRATIONS, MIGRATIONS_TABLE } from "../migrations.js";
+import { POSTGRES } from "../dialect.js";
+import { LayerRegistry, type StoreExtension } from "../extension.js";
+import { checkSchema, runMigrations, type MigrationSql } from "../migration-runner.js";
 import { toExecutorRow, toRunRow, toStepRow } from "../rows.js";
 import type {
   ClaimRequest,
@@ -81,7 +83,8 @@ const CLOSE_BOUND_MS = 5_000;
 export class PostgresStore implements Store {
   readonly backend = "postgres" as const;
   private readonly pool: pg.Pool;
-  private readonly writes = new PostgresWrites();
+  private readonly layers = new LayerRegistry(POSTGRES);
+  private readonly writes = new PostgresWrites(this.layers);
   private queue: PendingCommit[] = [];
   private flushing: Promise<void> | null = null;
   private readonly session: PostgresSession;
@@ -106,33 +109,27 @@ export class PostgresStore implements Store {
     this.session = new PostgresSession(url, TYPES);
   }
 
+  register(extension: StoreExtension): void {
+    this.layers.register(extension);
+  }
+
   async migrate(): Promise<void> {
     await this.inTransaction(async (client) => {
       await client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK]);
-      await client.query(MIGRATIONS_TABLE);
-      const current = await schemaVersion(client);
-      if (current > LATEST_SCHEMA_VERSION) throw newerSchema(current);
-      for (const migration of MIGRATIONS) {
-        if (migration.version <= current) continue;
-        for (const statement of migration.statements) await client.query(statement);
-        await client.query("INSERT INTO cairn_migrations (version, name, applied_at) VALUES ($1, $2, $3)", [
-          migration.version,
-          migration.name,
-          Date.now(),
-        ]);
-      }
+      await runMigrations(migrationSql(client), this.layers, Date.now);
     });
   }
 
   async assertCairnDatabase(): Promise<void> {
-    const table = await this.pool.query<{ present: boolean }>("SELECT to_regclass('cairn_migrations') IS NOT NULL AS present");
-    if (!table.rows[0]?.present) {
-      throw new NotACairnDatabaseError(
-        `${redactedUrl(this.url)} is not a Cairn database (it has no cairn_migrations table) — point --database at the database your application uses`,
-      );
-    }
-    const version = await schemaVersion(this.pool);
-    if (version > LATEST_SCHEMA_VERSION) throw newerSchema(version);
+    await checkSchema(
+      migrationSql(this.pool),
+      this.layers,
+      async (name) => (await this.pool.query<{ present: boolean }>("SELECT to_regclass($1) IS NOT NULL AS present", [name])).rows[0]?.present === true,
+      () =>
+        new NotACairnDatabaseError(
+          `${redactedUrl(this.url)} is not a Cairn database (it has no cairn_migrations table) — point --database at the database your application uses`,
+        ),
+    );
   }
 
   /**
@@ -545,11 +542,11 @@ export class PostgresStore implements Store {
   }
 
   deleteRuns(filter: RunDeleteFilter): Promise<DeletedRuns> {
-    return postgresDeleteRuns(this.pool, filter);
+    return postgresDeleteRuns(this.pool, filter, this.layers.deletion());
   }
 
   collectPayloads(): Promise<number> {
-    return postgresCollectPayloads(this.pool);
+    return postgresCollectPayloads(this.pool, this.layers.deletion());
   }
 
   private async inTransaction<T>(fn: (client: PoolClient) => Promise<T>): Promise<T> {
@@ -651,9 +648,15 @@ async function retrying<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-async function schemaVersion(db: pg.Pool | PoolClient): Promise<number> {
-  const result = await db.query<{ v: number | null }>("SELECT MAX(version) AS v FROM cairn_migrations");
-  return result.rows[0]?.v ?? 0;
+function migrationSql(db: pg.Pool | PoolClient): MigrationSql {
+  return {
+    async exec(text: string): Promise<void> {
+      await db.query(text);
+    },
+    async all<Row>(text: string, params: unknown[] = []): Promise<Row[]> {
+      return (await db.query(text, params)).rows as Row[];
+    },
+  };
 }
 
 function sqlState(error: unknown): string | undefined {
@@ -673,12 +676,6 @@ function redactedUrl(url: string): string {
 
 function fenced(fence: Fence): FencedError {
   return new FencedError(`executor ${fence.executorId} no longer owns run ${fence.runId}`, { runId: fence.runId });
-}
-
-function newerSchema(version: number): NotACairnDatabaseError {
-  return new NotACairnDatabaseError(
-    `the database has Cairn schema version ${version}, newer than this Cairn knows (${LATEST_SCHEMA_VERSION}) — upgrade Cairn`,
-  );
 }
 
 /** SQLSTATE classes 22 (data exception) and 23 (integrity constraint violation): this commit's own fault. */

@@ -1,4 +1,4 @@
-import { CANCEL_APPROVALS, FORK_MODEL_CALLS, FORK_TOOL_CALLS, REOPEN_APPROVALS } from "../agent-rows.js";
+import type { HookName, LayerRegistry } from "../extension.js";
 import { buildRowOp } from "../row-ops.js";
 import { FORK_EVENTS, forkIdTaken } from "../fork.js";
 import { RunNotFoundError } from "../../errors.js";
@@ -31,6 +31,13 @@ export const WAKE_CHANNEL = "cairn_wake";
  */
 export class PostgresWrites {
   private messagePosition = 0;
+
+  constructor(private readonly layers: LayerRegistry) {}
+
+  /** Runs the registered layers' statements for a hook (the extension contract), each prepared once. */
+  private async hook(db: Db, name: HookName, values: unknown[]): Promise<void> {
+    for (const [i, text] of this.layers.hook(name).entries()) await db.query({ name: `cairn_${name}_${i}`, text, values });
+  }
 
   /** Locks the run's row and says whether the fence holds (the run is `running` under it). */
   async fenceHolds(db: Db, fence: Fence): Promise<boolean> {
@@ -307,7 +314,7 @@ export class PostgresWrites {
       case "insert":
       case "update":
       case "delete": {
-        const built = buildRowOp(op);
+        const built = buildRowOp(op, this.layers.writableTables());
         await db.query({ text: built.text, values: built.values });
         return;
       }
@@ -379,7 +386,7 @@ export class PostgresWrites {
       values: [runId, error, at],
     });
     if (result.rows.length > 0) {
-      await db.query({ name: "cairn_cancel_approvals", text: CANCEL_APPROVALS, values: [runId] });
+      await this.hook(db, "onCancel", [runId]);
       // Executors running the cancelled runs hear of it at once, and a waiting parent wakes.
       await db.query({
         name: "cairn_wake_parent",
@@ -419,7 +426,7 @@ export class PostgresWrites {
              WHERE id IN (SELECT id FROM tree) AND status = 'cancelled'`,
       values: [runId, at],
     });
-    await db.query({ name: "cairn_reopen_approvals", text: REOPEN_APPROVALS, values: [runId] });
+    await this.hook(db, "onResume", [runId]);
     await db.query(`NOTIFY ${WAKE_CHANNEL}`);
     return true;
   }
@@ -440,9 +447,8 @@ export class PostgresWrites {
              FROM cairn_steps WHERE run_id = $2 AND seq < $3 AND status <> 'pending'`,
       values: [fork.id, runId, fromSeq],
     });
-    await db.query({ name: "cairn_fork_model_calls", text: FORK_MODEL_CALLS, values: [fork.id, runId, fromSeq] });
-    await db.query({ name: "cairn_fork_tool_calls", text: FORK_TOOL_CALLS, values: [fork.id, runId, fromSeq] });
     await db.query({ name: "cairn_fork_events", text: FORK_EVENTS, values: [fork.id, runId, fromSeq] });
+    await this.hook(db, "onFork", [fork.id, runId, fromSeq]);
   }
 
   private async step(db: Db, step: StepRecord): Promise<void> {

@@ -8,22 +8,19 @@ import {
   payloadPage,
   validateDeleteFilter,
   type DeletedRuns,
+  type LayerDeletion,
   type RetentionSql,
   type RunDeleteFilter,
 } from "../retention.js";
 import { positionalPlaceholders } from "../rows.js";
 import type { RunStatus } from "../store.js";
 
-/** The hashes inside each model call's `prompt_messages` (a JSON array, or `{"after": seq, "add": [...]}`). */
-const PROMPT_HASHES = `SELECT m.run_id AS run_id, j.value AS h FROM cairn_model_calls m,
-    json_each(m.prompt_messages, CASE WHEN json_type(m.prompt_messages) = 'array' THEN '$' ELSE '$.add' END) j`;
-
 /**
  * Retention on SQLite: the runs in one IMMEDIATE transaction, then their payloads in another. SQLite
  * has one writer at a time, and every write that names a payload upserts it in the same
  * transaction, so no hash can gain a reference between the check and the delete.
  */
-export async function sqliteDeleteRuns(db: Database.Database, lock: Mutex, filter: RunDeleteFilter): Promise<DeletedRuns> {
+export async function sqliteDeleteRuns(db: Database.Database, lock: Mutex, filter: RunDeleteFilter, layers: LayerDeletion): Promise<DeletedRuns> {
   validateDeleteFilter(filter);
   const sql = adapter(db);
   const { runIds, skipped, hashes } = await immediate(db, lock, async () => {
@@ -35,20 +32,20 @@ export async function sqliteDeleteRuns(db: Database.Database, lock: Mutex, filte
       );
       return new Map(rows.map((r) => [r.id, r.status]));
     });
-    return { ...trees, hashes: await deleteRunRows(sql, trees.runIds, PROMPT_HASHES) };
+    return { ...trees, hashes: await deleteRunRows(sql, trees.runIds, layers) };
   });
-  const payloads = hashes.length === 0 ? 0 : await immediate(db, lock, () => collectHashes(sql, hashes, PROMPT_HASHES));
+  const payloads = hashes.length === 0 ? 0 : await immediate(db, lock, () => collectHashes(sql, hashes, layers));
   return { runIds, skipped, payloads };
 }
 
-export async function sqliteCollectPayloads(db: Database.Database, lock: Mutex): Promise<number> {
+export async function sqliteCollectPayloads(db: Database.Database, lock: Mutex, layers: LayerDeletion): Promise<number> {
   const sql = adapter(db);
   let deleted = 0;
   let after = "";
   for (;;) {
     const page = await payloadPage(sql, after, 2000);
     if (page.length === 0) return deleted;
-    deleted += await immediate(db, lock, () => collectHashes(sql, page, PROMPT_HASHES));
+    deleted += await immediate(db, lock, () => collectHashes(sql, page, layers));
     after = page[page.length - 1]!;
   }
 }

@@ -1,7 +1,9 @@
 import Database from "better-sqlite3";
 import { FencedError, NotACairnDatabaseError } from "../../errors.js";
 import { Mutex } from "../mutex.js";
-import { LATEST_SCHEMA_VERSION, MIGRATIONS, MIGRATIONS_TABLE } from "../migrations.js";
+import { SQLITE } from "../dialect.js";
+import { LayerRegistry, type StoreExtension } from "../extension.js";
+import { checkSchema, runMigrations, type MigrationSql } from "../migration-runner.js";
 import { numbered, positionalPlaceholders, toExecutorRow, toRunRow, toStepRow } from "../rows.js";
 import type {
   ClaimRequest,
@@ -53,6 +55,7 @@ export class SqliteStore implements Store {
   readonly backend = "sqlite" as const;
   private readonly db: Database.Database;
   private readonly writes: SqliteWrites;
+  private readonly layers = new LayerRegistry(SQLITE);
   private readonly lock = new Mutex();
   private queue: PendingCommit[] = [];
   private flushScheduled = false;
@@ -67,7 +70,7 @@ export class SqliteStore implements Store {
       this.db.pragma("journal_mode = WAL");
       this.db.pragma(`synchronous = ${options.synchronous ?? "FULL"}`);
     }
-    this.writes = new SqliteWrites(this.db);
+    this.writes = new SqliteWrites(this.db, this.layers);
     this.applyBatch = this.db.transaction((batch: PendingCommit[], outcomes: unknown[]) => {
       batch.forEach((pending, i) => {
         if (pending.fence !== null && !this.writes.fenceHolds(pending.fence)) {
@@ -111,36 +114,49 @@ export class SqliteStore implements Store {
    */
   private readonly applyBatch: Database.Transaction<(batch: PendingCommit[], outcomes: unknown[]) => void>;
 
+  register(extension: StoreExtension): void {
+    this.layers.register(extension);
+  }
+
   async migrate(): Promise<void> {
-    await this.lock.run(() => {
-      this.db
-        .transaction(() => {
-          this.db.exec(MIGRATIONS_TABLE);
-          const row = this.db.prepare("SELECT MAX(version) AS v FROM cairn_migrations").get() as { v: number | null };
-          const current = row.v ?? 0;
-          if (current > LATEST_SCHEMA_VERSION) throw newerSchema(current);
-          for (const migration of MIGRATIONS) {
-            if (migration.version <= current) continue;
-            for (const statement of migration.statements) this.db.exec(statement);
-            this.db
-              .prepare("INSERT INTO cairn_migrations (version, name, applied_at) VALUES (?, ?, ?)")
-              .run(migration.version, migration.name, Date.now());
-          }
-        })
-        .immediate();
+    await this.lock.run(async () => {
+      // BEGIN IMMEDIATE: one process migrates at a time; the runner awaits only this connection.
+      this.db.exec("BEGIN IMMEDIATE");
+      try {
+        await runMigrations(this.migrationSql(), this.layers, Date.now);
+        this.db.exec("COMMIT");
+      } catch (error) {
+        if (this.db.inTransaction) this.db.exec("ROLLBACK");
+        throw error;
+      }
     });
     this.writes.prepare();
   }
 
   async assertCairnDatabase(): Promise<void> {
-    const table = this.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'cairn_migrations'").get();
-    if (table === undefined) {
-      throw new NotACairnDatabaseError(
-        `${this.path} is not a Cairn database (it has no cairn_migrations table) — point --database at the file your application uses`,
-      );
-    }
-    const row = this.db.prepare("SELECT MAX(version) AS v FROM cairn_migrations").get() as { v: number | null };
-    if ((row.v ?? 0) > LATEST_SCHEMA_VERSION) throw newerSchema(row.v ?? 0);
+    await checkSchema(
+      this.migrationSql(),
+      this.layers,
+      async (name) => this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== undefined,
+      () =>
+        new NotACairnDatabaseError(
+          `${this.path} is not a Cairn database (it has no cairn_migrations table) — point --database at the file your application uses`,
+        ),
+    );
+  }
+
+  private migrationSql(): MigrationSql {
+    const db = this.db;
+    return {
+      async exec(text: string): Promise<void> {
+        db.exec(text);
+      },
+      async all<Row>(text: string, params: unknown[] = []): Promise<Row[]> {
+        const q = positionalPlaceholders(text, params);
+        const statement = db.prepare(q.text);
+        return (statement.reader ? statement.all(...q.params) : (statement.run(...q.params), [])) as Row[];
+      },
+    };
   }
 
   async close(): Promise<void> {
@@ -412,11 +428,11 @@ export class SqliteStore implements Store {
   }
 
   deleteRuns(filter: RunDeleteFilter): Promise<DeletedRuns> {
-    return sqliteDeleteRuns(this.db, this.lock, filter);
+    return sqliteDeleteRuns(this.db, this.lock, filter, this.layers.deletion());
   }
 
   collectPayloads(): Promise<number> {
-    return sqliteCollectPayloads(this.db, this.lock);
+    return sqliteCollectPayloads(this.db, this.lock, this.layers.deletion());
   }
 }
 
@@ -429,8 +445,3 @@ function fenced(fence: Fence): FencedError {
   return new FencedError(`executor ${fence.executorId} no longer owns run ${fence.runId}`, { runId: fence.runId });
 }
 
-function newerSchema(version: number): NotACairnDatabaseError {
-  return new NotACairnDatabaseError(
-    `the database has Cairn schema version ${version}, newer than this Cairn knows (${LATEST_SCHEMA_VERSION}) — upgrade Cairn`,
-  );
-}

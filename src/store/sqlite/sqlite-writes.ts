@@ -1,7 +1,7 @@
 import type Database from "better-sqlite3";
 import { RunNotFoundError } from "../../errors.js";
 import { FORK_EVENTS, forkIdTaken } from "../fork.js";
-import { CANCEL_APPROVALS, FORK_MODEL_CALLS, FORK_TOOL_CALLS, REOPEN_APPROVALS } from "../agent-rows.js";
+import type { HookName, LayerRegistry } from "../extension.js";
 import { buildRowOp } from "../row-ops.js";
 import { numbered, positionalPlaceholders, splitStored } from "../rows.js";
 import type { Fence, NewRun, ReceiveRequest, ReceiveResult, StepRecord, StoredValue, WaitCondition, WriteOp } from "../store.js";
@@ -33,7 +33,10 @@ export class SqliteWrites {
   >;
   private messagePosition = 0;
 
-  constructor(private readonly db: Database.Database) {}
+  constructor(
+    private readonly db: Database.Database,
+    private readonly layers: LayerRegistry,
+  ) {}
 
   /** Prepared after migration, once the tables exist. */
   prepare(): void {
@@ -134,7 +137,7 @@ export class SqliteWrites {
       case "insert":
       case "update":
       case "delete": {
-        const built = buildRowOp(op);
+        const built = buildRowOp(op, this.layers.writableTables());
         const positional = positionalPlaceholders(built.text, built.values);
         this.cached(positional.text).run(...positional.params);
         return;
@@ -197,7 +200,7 @@ export class SqliteWrites {
       )
       .all(numbered(runId, error, at)) as { id: string }[];
     if (rows.length > 0) {
-      this.shared(CANCEL_APPROVALS, [runId]);
+      this.hook("onCancel", [runId]);
       this.s.wakeParent.run(numbered(at, runId));
     }
     return rows.map((r) => r.id);
@@ -231,7 +234,7 @@ export class SqliteWrites {
          WHERE id IN (SELECT id FROM tree) AND status = 'cancelled'`,
       )
       .run(numbered(runId, at));
-    this.shared(REOPEN_APPROVALS, [runId]);
+    this.hook("onResume", [runId]);
     return true;
   }
 
@@ -247,9 +250,13 @@ export class SqliteWrites {
          FROM cairn_steps WHERE run_id = ? AND seq < ? AND status <> 'pending'`,
       )
       .run(fork.id, runId, fromSeq);
-    this.shared(FORK_MODEL_CALLS, [fork.id, runId, fromSeq]);
-    this.shared(FORK_TOOL_CALLS, [fork.id, runId, fromSeq]);
     this.shared(FORK_EVENTS, [fork.id, runId, fromSeq]);
+    this.hook("onFork", [fork.id, runId, fromSeq]);
+  }
+
+  /** Runs the registered layers' statements for a hook (the extension contract). */
+  private hook(name: HookName, params: unknown[]): void {
+    for (const text of this.layers.hook(name)) this.shared(text, params);
   }
 
   /** Runs a statement written for both backends (`$n` placeholders). */
