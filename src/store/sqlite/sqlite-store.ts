@@ -1,25 +1,21 @@
 import Database from "better-sqlite3";
-import { FencedError, NotACairnDatabaseError } from "../../errors.js";
+import { NotACairnDatabaseError } from "../../errors.js";
+import { SqliteStatements, type Connection } from "../connection.js";
 import { Mutex } from "../mutex.js";
 import { SQLITE } from "../dialect.js";
-import { LayerRegistry, type StoreExtension } from "../extension.js";
 import { checkSchema, runMigrations, type MigrationSql } from "../migration-runner.js";
-import { numbered, positionalPlaceholders, toExecutorRow, toRunRow, toStepRow } from "../rows.js";
+import { positionalPlaceholders, toRunRow } from "../rows.js";
+import { fenced, SqlStore } from "../sql-store.js";
+import { CLAIM_SET, claimable } from "../statements.js";
 import type {
   ClaimRequest,
-  DeadExecutor,
-  ExecutorRow,
   Fence,
   NewRun,
   OperatorQueryOptions,
   QueryResult,
-  ReceiveRequest,
-  ReceiveResult,
-  RunFilter,
   RunRow,
   SqlClient,
   StepRecord,
-  StepRow,
   Store,
   WriteOp,
 } from "../store.js";
@@ -51,11 +47,11 @@ type Raw = Record<string, unknown>;
  * pay for one fsync. A user's transactional step holds the connection across its awaits, so every
  * write goes through one mutex.
  */
-export class SqliteStore implements Store {
+export class SqliteStore extends SqlStore<null> implements Store {
   readonly backend = "sqlite" as const;
   private readonly db: Database.Database;
   private readonly writes: SqliteWrites;
-  private readonly layers = new LayerRegistry(SQLITE);
+  private readonly statements: SqliteStatements;
   private readonly lock = new Mutex();
   private queue: PendingCommit[] = [];
   private flushScheduled = false;
@@ -64,13 +60,15 @@ export class SqliteStore implements Store {
     readonly path: string,
     options: SqliteStoreOptions = {},
   ) {
+    super(SQLITE);
     this.db = new Database(path, options.readonly ? { readonly: true, fileMustExist: true } : {});
     this.db.pragma("busy_timeout = 10000");
     if (!options.readonly) {
       this.db.pragma("journal_mode = WAL");
       this.db.pragma(`synchronous = ${options.synchronous ?? "FULL"}`);
     }
-    this.writes = new SqliteWrites(this.db, this.layers);
+    this.statements = new SqliteStatements(this.db);
+    this.writes = new SqliteWrites(this.db, this.statements, this.layers);
     this.applyBatch = this.db.transaction((batch: PendingCommit[], outcomes: unknown[]) => {
       batch.forEach((pending, i) => {
         if (pending.fence !== null && !this.writes.fenceHolds(pending.fence)) {
@@ -97,39 +95,15 @@ export class SqliteStore implements Store {
   }
 
   private readonly applyInSavepoint: (ops: WriteOp[]) => void;
-  private readonly statements = new Map<string, Database.Statement>();
-
-  /** Reads compile once per distinct SQL text (compiling was a fifth of a short run's CPU). */
-  private prepared(sql: string): Database.Statement {
-    let statement = this.statements.get(sql);
-    if (statement === undefined) {
-      statement = this.db.prepare(sql);
-      this.statements.set(sql, statement);
-    }
-    return statement;
-  }
   /**
    * The group commit's transaction, made once: better-sqlite3's `db.transaction(fn)` builds four
    * wrapper functions per call (~5 µs), more than the statements of a one-step commit cost.
    */
   private readonly applyBatch: Database.Transaction<(batch: PendingCommit[], outcomes: unknown[]) => void>;
 
-  register(extension: StoreExtension): void {
-    this.layers.register(extension);
-  }
-
   async migrate(): Promise<void> {
-    await this.lock.run(async () => {
-      // BEGIN IMMEDIATE: one process migrates at a time; the runner awaits only this connection.
-      this.db.exec("BEGIN IMMEDIATE");
-      try {
-        await runMigrations(this.migrationSql(), this.layers, Date.now);
-        this.db.exec("COMMIT");
-      } catch (error) {
-        if (this.db.inTransaction) this.db.exec("ROLLBACK");
-        throw error;
-      }
-    });
+    // BEGIN IMMEDIATE: one process migrates at a time.
+    await this.writeTransaction(() => runMigrations(this.migrationSql(), this.layers, Date.now));
     this.writes.prepare();
   }
 
@@ -191,29 +165,61 @@ export class SqliteStore implements Store {
     batch.forEach((pending, i) => (outcomes[i] === null ? pending.resolve() : pending.reject(outcomes[i])));
   }
 
-  async receive(fence: Fence, request: ReceiveRequest): Promise<ReceiveResult> {
-    return this.lock.run(() =>
-      this.db
-        .transaction((): ReceiveResult => {
-          if (!this.writes.fenceHolds(fence)) throw fenced(fence);
-          return this.writes.receive(request);
-        })
-        .immediate(),
-    );
+  protected reader(): Connection {
+    return this.statements.connection();
   }
 
-  async transaction(fence: Fence, body: (sql: SqlClient) => Promise<StepRecord>): Promise<void> {
-    await this.lock.run(async () => {
+  protected write<T>(fn: (db: Connection) => Promise<T>): Promise<T> {
+    return this.lock.run(() => fn(this.statements.connection()));
+  }
+
+  protected connection(): Connection {
+    return this.statements.connection();
+  }
+
+  /**
+   * The store's write lock, then BEGIN IMMEDIATE. `fn` awaits only this connection's statements,
+   * which better-sqlite3 runs synchronously, so nothing else runs inside the transaction.
+   */
+  protected writeTransaction<T>(fn: (tx: null) => Promise<T>): Promise<T> {
+    return this.lock.run(async () => {
       this.db.exec("BEGIN IMMEDIATE");
       try {
-        if (!this.writes.fenceHolds(fence)) throw fenced(fence);
-        const step = await body(this.sqlClient());
-        this.writes.apply({ type: "step", step });
+        const result = await fn(null);
         this.db.exec("COMMIT");
+        return result;
       } catch (error) {
         if (this.db.inTransaction) this.db.exec("ROLLBACK");
         throw error;
       }
+    });
+  }
+
+  protected async fenceHolds(_tx: null, fence: Fence): Promise<boolean> {
+    return this.writes.fenceHolds(fence);
+  }
+
+  protected async writeStep(_tx: null, step: StepRecord): Promise<void> {
+    this.writes.step(step);
+  }
+
+  protected async writeRun(_tx: null, run: NewRun): Promise<void> {
+    this.writes.run(run);
+  }
+
+  protected async wakeParent(_tx: null, runId: string, at: number): Promise<void> {
+    this.writes.wakeParent(runId, at);
+  }
+
+  protected async notifyWake(): Promise<void> {
+    // Executors on SQLite poll; there is no one to tell.
+  }
+
+  async transaction(fence: Fence, body: (sql: SqlClient) => Promise<StepRecord>): Promise<void> {
+    await this.writeTransaction(async () => {
+      if (!this.writes.fenceHolds(fence)) throw fenced(fence);
+      const step = await body(this.sqlClient());
+      this.writes.apply({ type: "step", step });
     });
   }
 
@@ -231,187 +237,31 @@ export class SqliteStore implements Store {
     };
   }
 
-  async getRun(id: string): Promise<RunRow | undefined> {
-    const raw = this.prepared(`${RUN_SELECT} WHERE r.id = ?`).get(id) as Raw | undefined;
-    return raw === undefined ? undefined : toRunRow(raw);
-  }
-
-  async listRuns(filter: RunFilter): Promise<RunRow[]> {
-    const rows = this
-      .prepared(
-        `${RUN_SELECT} WHERE (?1 IS NULL OR r.status = ?1) AND (?2 IS NULL OR r.workflow = ?2)
-         AND (?3 IS NULL OR r.parent_id = ?3) ORDER BY r.created_at DESC, r.id LIMIT ?4`,
-      )
-      .all(numbered(filter.status ?? null, filter.workflow ?? null, filter.parentId ?? null, filter.limit ?? 100)) as Raw[];
-    return rows.map(toRunRow);
-  }
-
-  async loadJournal(runId: string): Promise<StepRow[]> {
-    const rows = this
-      .prepared(
-        `SELECT s.*, COALESCE(s.output, p.body) AS output_text FROM cairn_steps s
-         LEFT JOIN cairn_payloads p ON p.hash = s.output_hash WHERE s.run_id = ? ORDER BY s.seq`,
-      )
-      .all(runId) as Raw[];
-    return rows.map(toStepRow);
-  }
-
-  async getEvent(runId: string, key: string): Promise<string | undefined> {
-    const row = this
-      .prepared(
-        `SELECT COALESCE(e.value, p.body) AS v FROM cairn_events e LEFT JOIN cairn_payloads p ON p.hash = e.value_hash
-         WHERE e.run_id = ? AND e.key = ?`,
-      )
-      .get(runId, key) as { v: string } | undefined;
-    return row?.v;
-  }
-
   async claimRuns(request: ClaimRequest): Promise<RunRow[] | null> {
     // One immediate transaction, so another process cannot remove our row between the renewal and
     // the claim, nor renew a dead executor's heartbeat between its check and the take-over.
-    return this.lock.run(() =>
-      this.db
-        .transaction((): RunRow[] | null => {
-          const me = this.prepared("UPDATE cairn_executors SET heartbeat_at = max(heartbeat_at, ?) WHERE id = ?").run(request.now, request.executorId);
-          if (me.changes === 0) return null;
-          const claimed = this
-            .prepared(
-              `UPDATE cairn_runs SET
-                 recoveries = recoveries + (CASE WHEN status = 'running' THEN 1 ELSE 0 END),
-                 status = 'running', executor_id = ?1, wake_at = NULL, updated_at = ?3
-               WHERE id IN (
-                 SELECT id FROM cairn_runs
-                 WHERE (?2 IS NULL OR app_version = ?2) AND workflow IN (SELECT value FROM json_each(?6)) AND (
-                   status = 'enqueued'
-                   OR (status = 'waiting' AND wake_at IS NOT NULL AND wake_at <= ?3)
-                   OR (status = 'running' AND (executor_id IS NULL
-                       OR executor_id IN (
-                         SELECT e.id FROM cairn_executors e JOIN json_each(?4) d
-                         ON e.id = json_extract(d.value, '$.id') AND e.heartbeat_at = json_extract(d.value, '$.heartbeatAt'))
-                       OR executor_id NOT IN (SELECT id FROM cairn_executors))))
-                 ORDER BY created_at LIMIT ?5)
-               RETURNING id`,
-            )
-            .all(
-              numbered(
-                request.executorId,
-                request.appVersion,
-                request.now,
-                JSON.stringify(request.deadExecutors.map((e) => ({ id: e.id, heartbeatAt: e.heartbeatAt }))),
-                request.limit,
-                JSON.stringify(request.workflows),
-              ),
-            ) as {
-            id: string;
-          }[];
-          if (claimed.length === 0) return [];
-          const rows = this
-            .prepared(`${RUN_SELECT} WHERE r.id IN (SELECT value FROM json_each(?)) ORDER BY r.created_at`)
-            .all(JSON.stringify(claimed.map((c) => c.id))) as Raw[];
-          return rows.map(toRunRow);
-        })
-        .immediate(),
-    );
-  }
-
-  async nextWakeAt(appVersion: string | null): Promise<number | null> {
-    const row = this
-      .prepared(
-        `SELECT MIN(wake_at) AS w FROM cairn_runs WHERE status = 'waiting' AND wake_at IS NOT NULL
-         AND (?1 IS NULL OR app_version = ?1)`,
-      )
-      .get(numbered(appVersion)) as { w: number | null };
-    return row.w;
-  }
-
-  async lostRuns(executorId: string, runIds: string[]): Promise<string[]> {
-    if (runIds.length === 0) return [];
-    const rows = this
-      .prepared(
-        `SELECT id FROM cairn_runs WHERE id IN (SELECT value FROM json_each(?1))
-         AND NOT (status = 'running' AND executor_id IS ?2)`,
-      )
-      .all(numbered(JSON.stringify(runIds), executorId)) as { id: string }[];
-    return rows.map((r) => r.id);
-  }
-
-  async cancelRun(runId: string, error: string, at: number): Promise<string[]> {
-    return this.lock.run(() => this.db.transaction(() => this.writes.cancel(runId, error, at)).immediate());
-  }
-
-  async resumeRun(runId: string, at: number): Promise<boolean> {
-    return this.lock.run(() => this.db.transaction(() => this.writes.resume(runId, at)).immediate());
-  }
-
-  async forkRun(runId: string, fromSeq: number, fork: NewRun): Promise<void> {
-    await this.lock.run(() => this.db.transaction(() => this.writes.fork(runId, fromSeq, fork)).immediate());
-  }
-
-  async registerExecutor(executor: ExecutorRow): Promise<void> {
-    await this.lock.run(() => {
-      this
-        .prepared(
-          `INSERT INTO cairn_executors (id, hostname, pid, pid_namespace, backend_pid, app_version, started_at, heartbeat_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-           ON CONFLICT (id) DO UPDATE SET backend_pid = excluded.backend_pid, heartbeat_at = excluded.heartbeat_at`,
-        )
-        .run(
-          executor.id,
-          executor.hostname,
-          executor.pid,
-          executor.pidNamespace,
-          executor.backendPid,
-          executor.appVersion,
-          executor.startedAt,
-          executor.heartbeatAt,
-        );
+    return this.writeTransaction(async () => {
+      if (this.statements.run(this.sql.renewClaimant.text, [request.now, request.executorId]) === 0) return null;
+      const claimed = this.statements.all<{ id: string }>(CLAIM, [
+        request.executorId,
+        request.appVersion,
+        request.now,
+        SQLITE.deadExecutors(request.deadExecutors),
+        request.limit,
+        SQLITE.list(request.workflows),
+      ]);
+      if (claimed.length === 0) return [];
+      return this.statements.all<Raw>(this.sql.runsIn.text, [SQLITE.list(claimed.map((c) => c.id))]).map(toRunRow);
     });
-  }
-
-  async heartbeat(executorId: string, at: number): Promise<boolean> {
-    return this.lock.run(() => this.prepared("UPDATE cairn_executors SET heartbeat_at = ? WHERE id = ?").run(at, executorId).changes > 0);
-  }
-
-  async listExecutors(): Promise<ExecutorRow[]> {
-    return (this.prepared("SELECT * FROM cairn_executors ORDER BY started_at").all() as Raw[]).map(toExecutorRow);
   }
 
   async liveBackendPids(): Promise<Set<number> | null> {
     return null;
   }
 
-  async transferRuns(fromId: string, toId: string, at: number): Promise<string[]> {
-    return this.lock.run(() =>
-      (
-        this.prepared("UPDATE cairn_runs SET executor_id = ?, updated_at = ? WHERE executor_id = ? AND status = 'running' RETURNING id").all(
-          toId,
-          at,
-          fromId,
-        ) as { id: string }[]
-      ).map((r) => r.id),
-    );
-  }
-
-  async removeExecutors(ids: string[]): Promise<void> {
-    if (ids.length === 0) return;
-    await this.lock.run(() => {
-      this.prepared("DELETE FROM cairn_executors WHERE id IN (SELECT value FROM json_each(?))").run(JSON.stringify(ids));
-    });
-  }
-
-  async removeDeadExecutors(dead: DeadExecutor[]): Promise<void> {
-    if (dead.length === 0) return;
-    await this.lock.run(() => {
-      const remove = this.prepared("DELETE FROM cairn_executors WHERE id = ? AND heartbeat_at = ?");
-      this.db.transaction(() => {
-        for (const e of dead) remove.run(e.id, e.heartbeatAt);
-      })();
-    });
-  }
-
   async select<Row = Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<Row[]> {
     const q = positionalPlaceholders(sql, params);
-    return this.prepared(q.text).all(...q.params) as Row[];
+    return this.statements.compiled(q.text).statement.all(...q.params) as Row[];
   }
 
   async query(sql: string): Promise<QueryResult> {
@@ -436,12 +286,5 @@ export class SqliteStore implements Store {
   }
 }
 
-const RUN_SELECT = `SELECT r.*, COALESCE(r.input, pi.body) AS input_text, COALESCE(r.output, po.body) AS output_text
-  FROM cairn_runs r
-  LEFT JOIN cairn_payloads pi ON pi.hash = r.input_hash
-  LEFT JOIN cairn_payloads po ON po.hash = r.output_hash`;
-
-function fenced(fence: Fence): FencedError {
-  return new FencedError(`executor ${fence.executorId} no longer owns run ${fence.runId}`, { runId: fence.runId });
-}
-
+/** The claim itself: the runs are chosen and taken in one statement. */
+const CLAIM = `UPDATE cairn_runs SET ${CLAIM_SET} WHERE id IN (${claimable(SQLITE)}) RETURNING id`;

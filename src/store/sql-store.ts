@@ -1,0 +1,205 @@
+import { FencedError, RunNotFoundError } from "../errors.js";
+import type { Connection } from "./connection.js";
+import type { SqlDialect } from "./dialect.js";
+import { LayerRegistry, type HookName, type StoreExtension } from "./extension.js";
+import { FORK_EVENTS, forkIdTaken } from "./fork.js";
+import { toExecutorRow, toRunRow, toStepRow } from "./rows.js";
+import { statements, type Statements } from "./statements.js";
+import type {
+  DeadExecutor,
+  ExecutorRow,
+  Fence,
+  NewRun,
+  ReceiveRequest,
+  ReceiveResult,
+  RunFilter,
+  RunRow,
+  StepRecord,
+  StepRow,
+} from "./store.js";
+
+type Raw = Record<string, unknown>;
+
+/**
+ * What both backends do the same way, written once over the dialect: every read, the executors'
+ * rows, receive, cancel, resume and fork, and the layers' hooks. A backend supplies how a statement
+ * reaches its database ({@link SqlStore.reader}, {@link SqlStore.write},
+ * {@link SqlStore.writeTransaction}) and the few acts whose shape differs: writing a step or a run
+ * (SQLite: prepared statements; PostgreSQL: one round trip with the payload in a CTE), waking a
+ * waiting parent and notifying listeners.
+ *
+ * `Tx` is the backend's handle on an open write transaction.
+ */
+export abstract class SqlStore<Tx> {
+  protected readonly layers: LayerRegistry;
+  protected readonly sql: Statements;
+
+  constructor(protected readonly dialect: SqlDialect) {
+    this.layers = new LayerRegistry(dialect);
+    this.sql = statements(dialect);
+  }
+
+  /** Where reads run: outside any transaction, without the write lock. */
+  protected abstract reader(): Connection;
+  /** Runs one autocommitted write (SQLite: under the store's write lock). */
+  protected abstract write<T>(fn: (db: Connection) => Promise<T>): Promise<T>;
+  /** Runs `fn` in a write transaction (SQLite: BEGIN IMMEDIATE; PostgreSQL: retried on deadlock). */
+  protected abstract writeTransaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  protected abstract connection(tx: Tx): Connection;
+  /** Checks (and on PostgreSQL locks) the fenced run's row inside the transaction. */
+  protected abstract fenceHolds(tx: Tx, fence: Fence): Promise<boolean>;
+  protected abstract writeStep(tx: Tx, step: StepRecord): Promise<void>;
+  protected abstract writeRun(tx: Tx, run: NewRun): Promise<void>;
+  /** Wakes `runId`'s parent if it is waiting (its child finished or was cancelled). */
+  protected abstract wakeParent(tx: Tx, runId: string, at: number): Promise<void>;
+  /** Tells listening executors that runs became claimable (PostgreSQL's NOTIFY; nothing on SQLite). */
+  protected abstract notifyWake(tx: Tx): Promise<void>;
+
+  register(extension: StoreExtension): void {
+    this.layers.register(extension);
+  }
+
+  async getRun(id: string): Promise<RunRow | undefined> {
+    const [raw] = await this.reader().all<Raw>(this.sql.getRun, [id]);
+    return raw === undefined ? undefined : toRunRow(raw);
+  }
+
+  async listRuns(filter: RunFilter): Promise<RunRow[]> {
+    const rows = await this.reader().all<Raw>(this.sql.listRuns, [
+      filter.status ?? null,
+      filter.workflow ?? null,
+      filter.parentId ?? null,
+      filter.limit ?? 100,
+    ]);
+    return rows.map(toRunRow);
+  }
+
+  async loadJournal(runId: string): Promise<StepRow[]> {
+    return (await this.reader().all<Raw>(this.sql.journal, [runId])).map(toStepRow);
+  }
+
+  async getEvent(runId: string, key: string): Promise<string | undefined> {
+    const [row] = await this.reader().all<{ v: string }>(this.sql.getEvent, [runId, key]);
+    return row?.v;
+  }
+
+  async nextWakeAt(appVersion: string | null): Promise<number | null> {
+    const [row] = await this.reader().all<{ w: number | null }>(this.sql.nextWake, [appVersion]);
+    return row?.w ?? null;
+  }
+
+  async lostRuns(executorId: string, runIds: string[]): Promise<string[]> {
+    if (runIds.length === 0) return [];
+    const rows = await this.reader().all<{ id: string }>(this.sql.lostRuns, [this.dialect.list(runIds), executorId]);
+    return rows.map((r) => r.id);
+  }
+
+  async registerExecutor(executor: ExecutorRow): Promise<void> {
+    await this.write((db) =>
+      db.run(this.sql.registerExecutor, [
+        executor.id,
+        executor.hostname,
+        executor.pid,
+        executor.pidNamespace,
+        executor.backendPid,
+        executor.appVersion,
+        executor.startedAt,
+        executor.heartbeatAt,
+      ]),
+    );
+  }
+
+  async heartbeat(executorId: string, at: number): Promise<boolean> {
+    return (await this.write((db) => db.run(this.sql.heartbeat, [at, executorId]))) > 0;
+  }
+
+  async listExecutors(): Promise<ExecutorRow[]> {
+    return (await this.reader().all<Raw>(this.sql.listExecutors, [])).map(toExecutorRow);
+  }
+
+  async transferRuns(fromId: string, toId: string, at: number): Promise<string[]> {
+    const rows = await this.write((db) => db.all<{ id: string }>(this.sql.transferRuns, [toId, at, fromId]));
+    return rows.map((r) => r.id);
+  }
+
+  async removeExecutors(ids: string[]): Promise<void> {
+    if (ids.length === 0) return;
+    await this.write((db) => db.run(this.sql.removeExecutors, [this.dialect.list(ids)]));
+  }
+
+  async removeDeadExecutors(dead: DeadExecutor[]): Promise<void> {
+    if (dead.length === 0) return;
+    await this.write((db) => db.run(this.sql.removeDeadExecutors, [this.dialect.deadExecutors(dead)]));
+  }
+
+  async receive(fence: Fence, request: ReceiveRequest): Promise<ReceiveResult> {
+    return this.writeTransaction(async (tx) => {
+      if (!(await this.fenceHolds(tx, fence))) throw fenced(fence);
+      const db = this.connection(tx);
+      const { runId, seq, name, topic, now, deadline } = request;
+      const [message] = await db.all<{ id: string; body: string }>(this.sql.inbox, [runId, topic]);
+      const base = { runId, seq, name, kind: "recv" as const, error: null, startedAt: now, attempts: 1, path: request.path ?? null };
+      const completion = request.completion ?? null;
+      if (message !== undefined) {
+        await db.run(this.sql.consume, [`${runId}:${seq}`, now, message.id]);
+        await this.writeStep(tx, { ...base, status: "succeeded", output: { text: message.body, hash: null }, finishedAt: now, completion });
+        return { status: "received", text: message.body };
+      }
+      if (deadline !== null && now >= deadline) {
+        await this.writeStep(tx, { ...base, status: "succeeded", output: { text: '{"$c":"undefined"}', hash: null }, finishedAt: now, completion });
+        return { status: "timed-out" };
+      }
+      // The pending row remembers the deadline across unloads and crashes.
+      await this.writeStep(tx, { ...base, status: "pending", output: { text: JSON.stringify(deadline), hash: null }, finishedAt: null });
+      return { status: "waiting", deadline };
+    });
+  }
+
+  async cancelRun(runId: string, error: string, at: number): Promise<string[]> {
+    return this.writeTransaction(async (tx) => {
+      const rows = await this.connection(tx).all<{ id: string }>(this.sql.cancelTree, [runId, error, at]);
+      if (rows.length > 0) {
+        await this.hook(tx, "onCancel", [runId]);
+        // Executors running the cancelled runs hear of it at once, and a waiting parent wakes.
+        await this.wakeParent(tx, runId, at);
+      }
+      return rows.map((r) => r.id);
+    });
+  }
+
+  async resumeRun(runId: string, at: number): Promise<boolean> {
+    return this.writeTransaction(async (tx) => {
+      const db = this.connection(tx);
+      if ((await db.run(this.sql.resume, [at, runId])) === 0) return false;
+      await db.run(this.sql.resumeSteps, [runId]);
+      await db.run(this.sql.resumeTree, [runId, at]);
+      await this.hook(tx, "onResume", [runId]);
+      await this.notifyWake(tx);
+      return true;
+    });
+  }
+
+  async forkRun(runId: string, fromSeq: number, fork: NewRun): Promise<void> {
+    await this.writeTransaction(async (tx) => {
+      const db = this.connection(tx);
+      if ((await db.all(this.sql.forkTarget, [fork.id])).length > 0) throw forkIdTaken(fork.id);
+      if ((await db.all(this.sql.forkOrigin, [runId])).length === 0) throw new RunNotFoundError(runId);
+      await this.writeRun(tx, fork);
+      await db.run(this.sql.forkSteps, [fork.id, runId, fromSeq]);
+      await db.run(FORK_EVENTS_STATEMENT, [fork.id, runId, fromSeq]);
+      await this.hook(tx, "onFork", [fork.id, runId, fromSeq]);
+    });
+  }
+
+  /** Runs the registered layers' statements for a hook (the extension contract). */
+  private async hook(tx: Tx, name: HookName, params: unknown[]): Promise<void> {
+    const db = this.connection(tx);
+    for (const [i, text] of this.layers.hook(name).entries()) await db.run({ name: `cairn_${name}_${i}`, text }, params);
+  }
+}
+
+const FORK_EVENTS_STATEMENT = { name: "cairn_fork_events", text: FORK_EVENTS };
+
+export function fenced(fence: Fence): FencedError {
+  return new FencedError(`executor ${fence.executorId} no longer owns run ${fence.runId}`, { runId: fence.runId });
+}
