@@ -3,6 +3,18 @@ import type { Connection } from "./connection.js";
 import type { SqlDialect } from "./dialect.js";
 import { LayerRegistry, type HookName, type StoreExtension } from "./extension.js";
 import { FORK_EVENTS, forkIdTaken } from "./fork.js";
+import {
+  collectHashes,
+  deletableTrees,
+  deleteRunRows,
+  matchingRuns,
+  payloadPage,
+  validateDeleteFilter,
+  type DeletedRuns,
+  type LayerDeletion,
+  type RetentionSql,
+  type RunDeleteFilter,
+} from "./retention.js";
 import { toExecutorRow, toRunRow, toStepRow } from "./rows.js";
 import { statements, type Statements } from "./statements.js";
 import type {
@@ -14,6 +26,7 @@ import type {
   ReceiveResult,
   RunFilter,
   RunRow,
+  RunStatus,
   StepRecord,
   StepRow,
 } from "./store.js";
@@ -54,6 +67,11 @@ export abstract class SqlStore<Tx> {
   protected abstract wakeParent(tx: Tx, runId: string, at: number): Promise<void>;
   /** Tells listening executors that runs became claimable (PostgreSQL's NOTIFY; nothing on SQLite). */
   protected abstract notifyWake(tx: Tx): Promise<void>;
+  /**
+   * Holds off every writer of payload rows until the transaction ends (PostgreSQL: a table lock that
+   * waits for the transactions that wrote one; SQLite: nothing, its one writer is this transaction).
+   */
+  protected abstract lockPayloads(tx: Tx): Promise<void>;
 
   register(extension: StoreExtension): void {
     this.layers.register(extension);
@@ -191,6 +209,61 @@ export abstract class SqlStore<Tx> {
     });
   }
 
+  /**
+   * Retention, in two transactions (see `retention.ts` for what goes with a run).
+   *
+   * 1. The runs: matched (PostgreSQL: `FOR UPDATE SKIP LOCKED`, so executors running retention at
+   *    once take different runs; runs named by id are waited for instead), each tree's rows locked in
+   *    id order, statuses checked under the lock, rows deleted. A fork locks its origin's row
+   *    `FOR SHARE`, so a fork and the deletion of its origin take turns: the fork either copies the
+   *    journal before the deletion (and its rows then name the payloads) or finds its origin gone.
+   * 2. The payloads the deleted rows named, under {@link SqlStore.lockPayloads}: every write of a row
+   *    that names a payload upserts that payload in the same transaction, so no hash can gain a
+   *    reference between the check and the delete. A writer that was waiting then re-inserts the
+   *    payload it needs. The lock is held for one short statement per 500 hashes.
+   */
+  async deleteRuns(filter: RunDeleteFilter): Promise<DeletedRuns> {
+    validateDeleteFilter(filter);
+    const layers = this.layers.deletion();
+    const d = this.dialect;
+    const { runIds, skipped, hashes } = await this.writeTransaction(async (tx) => {
+      const db = this.connection(tx);
+      const sql = retentionSql(db);
+      // Named runs wait for a fork or a cancel in flight; a policy's batch skips runs that are busy.
+      const roots = await matchingRuns(sql, filter, filter.ids === undefined ? d.forUpdateSkipLocked : d.forUpdate);
+      const trees = await deletableTrees(sql, roots, async (ids) => {
+        const rows = await db.all<{ id: string; status: RunStatus }>(
+          { text: `SELECT id, status FROM cairn_runs WHERE ${d.inList("id", "$1")} ORDER BY id ${d.forUpdate}` },
+          [d.list(ids)],
+        );
+        return new Map(rows.map((r) => [r.id, r.status]));
+      });
+      return { ...trees, hashes: await deleteRunRows(sql, trees.runIds, layers) };
+    });
+    const payloads = hashes.length === 0 ? 0 : await this.collect(hashes, layers);
+    return { runIds, skipped, payloads };
+  }
+
+  /** Deletes every payload no row names, a page at a time (`cairn gc`). */
+  async collectPayloads(): Promise<number> {
+    const layers = this.layers.deletion();
+    let deleted = 0;
+    let after = "";
+    for (;;) {
+      const page = await payloadPage(retentionSql(this.reader()), after, 2000);
+      if (page.length === 0) return deleted;
+      deleted += await this.collect(page, layers);
+      after = page[page.length - 1]!;
+    }
+  }
+
+  private collect(hashes: string[], layers: LayerDeletion): Promise<number> {
+    return this.writeTransaction(async (tx) => {
+      await this.lockPayloads(tx);
+      return collectHashes(retentionSql(this.connection(tx)), hashes, layers);
+    });
+  }
+
   /** Runs the registered layers' statements for a hook (the extension contract). */
   private async hook(tx: Tx, name: HookName, params: unknown[]): Promise<void> {
     const db = this.connection(tx);
@@ -202,4 +275,12 @@ const FORK_EVENTS_STATEMENT = { name: "cairn_fork_events", text: FORK_EVENTS };
 
 export function fenced(fence: Fence): FencedError {
   return new FencedError(`executor ${fence.executorId} no longer owns run ${fence.runId}`, { runId: fence.runId });
+}
+
+/** Retention's statements are built per call (their `IN` lists vary): compiled for that call only. */
+function retentionSql(db: Connection): RetentionSql {
+  return {
+    all: <Row>(text: string, params: unknown[]) => db.all<Row>({ text }, params),
+    run: (text: string, params: unknown[]) => db.run({ text }, params),
+  };
 }

@@ -249,8 +249,27 @@ export interface OperatorQueryOptions {
   timeoutMs?: number;
 }
 
+/**
+ * What a backend can do beyond the Store interface, declared rather than probed: null where the
+ * backend has no such thing.
+ */
+export interface StoreCapabilities {
+  /**
+   * A database session held for the store's lifetime whose backend pid other executors can see
+   * alive (PostgreSQL's `pg_stat_activity`): an executor's liveness. The pid is null while the
+   * session is lost and being reopened, and a different pid after it was reopened.
+   */
+  sessionLiveness: { sessionPid(): Promise<number | null> } | null;
+  /**
+   * Wake-ups: `listener` is called whenever a transaction commits something that may make a run
+   * claimable, and once if the channel is lost. Not guaranteed: still poll.
+   */
+  wakeNotifications: { onWake(listener: () => void): void } | null;
+}
+
 export interface Store {
   readonly backend: "sqlite" | "postgres";
+  readonly capabilities: StoreCapabilities;
   /**
    * Adds a layer's schema, tables, step kinds and hooks (the extension contract, `extension.ts`).
    * Call before `migrate()`; registering the same extension again does nothing.

@@ -16,9 +16,10 @@ import { BACKENDS, type Backend } from "../backends.js";
 
 const fixtures = join(dirname(fileURLToPath(import.meta.url)), "fixtures");
 const cleanups: (() => Promise<void>)[] = [];
+// DROP DATABASE waits for a checkpoint, which a server busy with other suites may take long to make.
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+}, 180_000);
 
 type Rows = Record<string, unknown>[];
 

@@ -7,11 +7,21 @@ import { checkSchema, runMigrations, type MigrationSql } from "../migration-runn
 import { toRunRow } from "../rows.js";
 import { fenced, SqlStore } from "../sql-store.js";
 import { CLAIM_SET, claimable } from "../statements.js";
-import type { ClaimRequest, Fence, NewRun, OperatorQueryOptions, QueryResult, RunRow, SqlClient, StepRecord, Store, WriteOp } from "../store.js";
-import { isTransientStoreError } from "../transient.js";
-import type { DeletedRuns, RunDeleteFilter } from "../retention.js";
+import type {
+  ClaimRequest,
+  Fence,
+  NewRun,
+  OperatorQueryOptions,
+  QueryResult,
+  RunRow,
+  SqlClient,
+  StepRecord,
+  Store,
+  StoreCapabilities,
+  WriteOp,
+} from "../store.js";
+import { classifyStoreError, isConstraintError, isRetryableStoreError } from "../store-errors.js";
 import { postgresOperatorQuery } from "./postgres-operator-query.js";
-import { postgresCollectPayloads, postgresDeleteRuns } from "./postgres-retention.js";
 import { PostgresSession } from "./postgres-session.js";
 import { PostgresWrites, WAKE_CHANNEL } from "./postgres-writes.js";
 
@@ -46,8 +56,7 @@ const TYPES = {
 /** Key of the advisory lock that makes concurrent `migrate()` calls take turns ("cairn" in ASCII). */
 const MIGRATION_LOCK = 0x636169726e;
 
-/** Deadlocks (40P01) and serialization failures (40001) abort a transaction that may simply run again. */
-const RETRYABLE_SQLSTATES = new Set(["40P01", "40001"]);
+/** Deadlocks and serialization failures abort a transaction that may simply run again, this often. */
 const MAX_ATTEMPTS = 5;
 
 /** How long `close()` waits for the commit in flight and the connections to end. */
@@ -67,6 +76,8 @@ const CLOSE_BOUND_MS = 5_000;
  */
 export class PostgresStore extends SqlStore<PoolClient> implements Store {
   readonly backend = "postgres" as const;
+  /** Both through the store's dedicated session (`PostgresSession`). */
+  readonly capabilities: StoreCapabilities = { sessionLiveness: this, wakeNotifications: this };
   private readonly pool: pg.Pool;
   private readonly poolConnection: Connection;
   private readonly writes = new PostgresWrites(this.layers);
@@ -131,6 +142,10 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
 
   protected async notifyWake(client: PoolClient): Promise<void> {
     await client.query(`NOTIFY ${WAKE_CHANNEL}`);
+  }
+
+  protected async lockPayloads(client: PoolClient): Promise<void> {
+    await client.query("LOCK TABLE cairn_payloads IN SHARE ROW EXCLUSIVE MODE");
   }
 
   async migrate(): Promise<void> {
@@ -273,7 +288,7 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
         }
         if (isolated) await client.query("RELEASE SAVEPOINT cairn_commit");
       } catch (error) {
-        if (!isolated || !(isDataError(error) || error instanceof RunNotFoundError)) throw error;
+        if (!isolated || !(isConstraintError(error) || error instanceof RunNotFoundError)) throw error;
         await client.query("ROLLBACK TO SAVEPOINT cairn_commit");
         outcomes[i] = error;
       }
@@ -395,7 +410,8 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
       // A statement's own error (constraint, data) leaves the connection usable. Anything else —
       // no SQLSTATE, or a connection/shutdown SQLSTATE such as 57P01 from pg_terminate_backend —
       // means the session is gone or going: destroy it; the next flush checks out a new one.
-      const statementError = typeof (error as { code?: unknown }).code === "string" && !isTransientStoreError(error);
+      const kind = classifyStoreError(error);
+      const statementError = kind.code !== undefined && !kind.transient;
       if (!statementError && this.writer === writer) this.dropWriter(error instanceof Error ? error : new Error(String(error)));
       throw error;
     }
@@ -415,13 +431,6 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
     return postgresOperatorQuery(this.pool, this.url, TYPES, sql, options);
   }
 
-  deleteRuns(filter: RunDeleteFilter): Promise<DeletedRuns> {
-    return postgresDeleteRuns(this.pool, filter, this.layers.deletion());
-  }
-
-  collectPayloads(): Promise<number> {
-    return postgresCollectPayloads(this.pool, this.layers.deletion());
-  }
 
   private async inTransaction<T>(fn: (client: PoolClient) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
@@ -512,7 +521,7 @@ async function retrying<T>(fn: () => Promise<T>): Promise<T> {
     try {
       return await fn();
     } catch (error) {
-      if (attempt >= MAX_ATTEMPTS || !RETRYABLE_SQLSTATES.has(sqlState(error) ?? "")) throw error;
+      if (attempt >= MAX_ATTEMPTS || !isRetryableStoreError(error)) throw error;
     }
   }
 }
@@ -543,8 +552,3 @@ function redactedUrl(url: string): string {
   }
 }
 
-/** SQLSTATE classes 22 (data exception) and 23 (integrity constraint violation): this commit's own fault. */
-function isDataError(error: unknown): boolean {
-  const code = (error as { code?: unknown }).code;
-  return typeof code === "string" && (code.startsWith("22") || code.startsWith("23"));
-}

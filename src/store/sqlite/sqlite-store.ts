@@ -17,11 +17,10 @@ import type {
   SqlClient,
   StepRecord,
   Store,
+  StoreCapabilities,
   WriteOp,
 } from "../store.js";
-import type { DeletedRuns, RunDeleteFilter } from "../retention.js";
 import { sqliteOperatorQuery } from "./sqlite-operator-query.js";
-import { sqliteCollectPayloads, sqliteDeleteRuns } from "./sqlite-retention.js";
 import { SqliteWrites } from "./sqlite-writes.js";
 
 export interface SqliteStoreOptions {
@@ -49,6 +48,8 @@ type Raw = Record<string, unknown>;
  */
 export class SqliteStore extends SqlStore<null> implements Store {
   readonly backend = "sqlite" as const;
+  /** One process's file: no session other executors could watch, and executors poll for work. */
+  readonly capabilities: StoreCapabilities = { sessionLiveness: null, wakeNotifications: null };
   private readonly db: Database.Database;
   private readonly writes: SqliteWrites;
   private readonly statements: SqliteStatements;
@@ -215,6 +216,10 @@ export class SqliteStore extends SqlStore<null> implements Store {
     // Executors on SQLite poll; there is no one to tell.
   }
 
+  protected async lockPayloads(): Promise<void> {
+    // The transaction is SQLite's one writer: no other can write a payload meanwhile.
+  }
+
   async transaction(fence: Fence, body: (sql: SqlClient) => Promise<StepRecord>): Promise<void> {
     await this.writeTransaction(async () => {
       if (!this.writes.fenceHolds(fence)) throw fenced(fence);
@@ -277,13 +282,6 @@ export class SqliteStore extends SqlStore<null> implements Store {
     return sqliteOperatorQuery(this.path, sql, options);
   }
 
-  deleteRuns(filter: RunDeleteFilter): Promise<DeletedRuns> {
-    return sqliteDeleteRuns(this.db, this.lock, filter, this.layers.deletion());
-  }
-
-  collectPayloads(): Promise<number> {
-    return sqliteCollectPayloads(this.db, this.lock, this.layers.deletion());
-  }
 }
 
 /** The claim itself: the runs are chosen and taken in one statement. */
