@@ -56,6 +56,12 @@ export class SqliteStatements {
     return statement.run(...(order === null ? params : order.map((i) => params[i]))).changes;
   }
 
+  /** A statement of a script (`script.ts`): prepared once when named, compiled for the call when not. */
+  perform(kind: "all" | "run", statement: Statement, params: readonly unknown[]): unknown {
+    if (statement.name === undefined) return this.once(statement.text, params, kind === "all");
+    return kind === "all" ? this.all(statement.text, params) : this.run(statement.text, params);
+  }
+
   connection(): Connection {
     return {
       all: async <Row>(statement: Statement, params: readonly unknown[]) =>
@@ -66,7 +72,7 @@ export class SqliteStatements {
   }
 
   /** A statement compiled for this call only (its text is built per call). */
-  private once<T>(text: string, params: readonly unknown[], rows: boolean): T {
+  once<T>(text: string, params: readonly unknown[], rows: boolean): T {
     const q = toPositional(text);
     const statement = this.db.prepare(q.text);
     const bound = q.order.map((i) => params[i]);

@@ -1,21 +1,20 @@
 import { NotACairnDatabaseError } from "../errors.js";
 import type { LayerRegistry, StoreExtension } from "./extension.js";
+import { act, all, run, type Script } from "./script.js";
 import { CORE_MIGRATIONS, LAYERED_SCHEMA_VERSION, LEDGER_TABLE, LEGACY_MIGRATIONS_TABLE } from "./migrations.js";
 
 /**
- * The one migration runner, for both backends and every layer. The caller runs it inside one
- * transaction that holds off concurrent migrators (SQLite: BEGIN IMMEDIATE; PostgreSQL: an
- * advisory lock), so many processes may start at once.
+ * The one migration runner, for both backends and every layer, written as a script the store runs
+ * in one transaction that holds off concurrent migrators (SQLite: BEGIN IMMEDIATE; PostgreSQL: an
+ * advisory lock, the `lockMigrations` act), so many processes may start at once.
  *
  * Each layer's migrations are recorded in `cairn_layer_migrations` under its name. A database
  * from before layers records versions 1-5 of one list in `cairn_migrations`; a layer with nothing
  * recorded yet first takes over the migrations that list already applied (`legacyVersion`), so an
  * old database keeps every row and no statement runs twice.
  */
+/** Reads for checking the schema without a transaction (`$n` placeholders on both backends). */
 export interface MigrationSql {
-  /** One statement, no parameters (DDL). */
-  exec(text: string): Promise<void>;
-  /** `$n` placeholders on both backends. */
   all<Row = Record<string, unknown>>(text: string, params?: unknown[]): Promise<Row[]>;
 }
 
@@ -26,17 +25,19 @@ function layersOf(registry: LayerRegistry): readonly StoreExtension[] {
   return [CORE, ...registry.list()];
 }
 
-export async function runMigrations(sql: MigrationSql, registry: LayerRegistry, now: () => number): Promise<void> {
-  await sql.exec(LEGACY_MIGRATIONS_TABLE);
-  await sql.exec(LEDGER_TABLE);
-  const legacy = await legacyVersions(sql);
+/** Applies every pending migration; a script (`script.ts`), run in the caller's one transaction. */
+export function* migrationScript(registry: LayerRegistry, now: () => number): Script<void> {
+  yield* act({ type: "lockMigrations" });
+  yield* exec(LEGACY_MIGRATIONS_TABLE);
+  yield* exec(LEDGER_TABLE);
+  const legacy = numbers(yield* all<{ version: unknown }>({ text: "SELECT version FROM cairn_migrations" }, []));
   if (Math.max(0, ...legacy) > LAYERED_SCHEMA_VERSION) throw newerSchema(`schema version ${Math.max(...legacy)}`, `${LAYERED_SCHEMA_VERSION}`);
   for (const layer of layersOf(registry)) {
-    const applied = await appliedVersions(sql, layer.name);
+    const applied = numbers(yield* all<{ version: unknown }>(APPLIED, [layer.name]));
     if (applied.size === 0) {
       for (const migration of layer.migrations) {
         if (migration.legacyVersion !== undefined && legacy.has(migration.legacyVersion)) {
-          await record(sql, layer.name, migration.version, migration.name, now());
+          yield* run(RECORD, [layer.name, migration.version, migration.name, now()]);
           applied.add(migration.version);
         }
       }
@@ -44,17 +45,32 @@ export async function runMigrations(sql: MigrationSql, registry: LayerRegistry, 
     checkNotNewer(layer, applied);
     for (const migration of layer.migrations) {
       if (applied.has(migration.version)) continue;
-      for (const statement of migration.statements) await sql.exec(registry.sql(statement));
-      await record(sql, layer.name, migration.version, migration.name, now());
+      for (const statement of migration.statements) yield* exec(registry.sql(statement));
+      yield* run(RECORD, [layer.name, migration.version, migration.name, now()]);
     }
   }
   if (!legacy.has(LAYERED_SCHEMA_VERSION)) {
-    await sql.all("INSERT INTO cairn_migrations (version, name, applied_at) VALUES ($1, $2, $3)", [
+    yield* run({ text: "INSERT INTO cairn_migrations (version, name, applied_at) VALUES ($1, $2, $3)" }, [
       LAYERED_SCHEMA_VERSION,
       "layers (see cairn_layer_migrations)",
       now(),
     ]);
   }
+}
+
+/** DDL: one statement, run once (not kept prepared). */
+function exec(text: string): Script<number> {
+  return run({ text }, []);
+}
+
+const APPLIED = { name: "cairn_layer_versions", text: "SELECT version FROM cairn_layer_migrations WHERE layer = $1" };
+const RECORD = {
+  name: "cairn_record_migration",
+  text: "INSERT INTO cairn_layer_migrations (layer, version, name, applied_at) VALUES ($1, $2, $3, $4)",
+};
+
+function numbers(rows: { version: unknown }[]): Set<number> {
+  return new Set(rows.map((r) => Number(r.version)));
 }
 
 /**
@@ -83,10 +99,6 @@ async function legacyVersions(sql: MigrationSql): Promise<Set<number>> {
 async function appliedVersions(sql: MigrationSql, layer: string): Promise<Set<number>> {
   const rows = await sql.all<{ version: unknown }>("SELECT version FROM cairn_layer_migrations WHERE layer = $1", [layer]);
   return new Set(rows.map((r) => Number(r.version)));
-}
-
-async function record(sql: MigrationSql, layer: string, version: number, name: string, at: number): Promise<void> {
-  await sql.all("INSERT INTO cairn_layer_migrations (layer, version, name, applied_at) VALUES ($1, $2, $3, $4)", [layer, version, name, at]);
 }
 
 function checkNotNewer(layer: StoreExtension, applied: ReadonlySet<number>): void {

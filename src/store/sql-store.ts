@@ -16,6 +16,7 @@ import {
   type RunDeleteFilter,
 } from "./retention.js";
 import { toExecutorRow, toRunRow, toStepRow } from "./rows.js";
+import { act, all, run, type Script } from "./script.js";
 import { statements, type Statements } from "./statements.js";
 import type {
   DeadExecutor,
@@ -59,14 +60,11 @@ export abstract class SqlStore<Tx> {
   /** Runs `fn` in a write transaction (SQLite: BEGIN IMMEDIATE; PostgreSQL: retried on deadlock). */
   protected abstract writeTransaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
   protected abstract connection(tx: Tx): Connection;
-  /** Checks (and on PostgreSQL locks) the fenced run's row inside the transaction. */
-  protected abstract fenceHolds(tx: Tx, fence: Fence): Promise<boolean>;
-  protected abstract writeStep(tx: Tx, step: StepRecord): Promise<void>;
-  protected abstract writeRun(tx: Tx, run: NewRun): Promise<void>;
-  /** Wakes `runId`'s parent if it is waiting (its child finished or was cancelled). */
-  protected abstract wakeParent(tx: Tx, runId: string, at: number): Promise<void>;
-  /** Tells listening executors that runs became claimable (PostgreSQL's NOTIFY; nothing on SQLite). */
-  protected abstract notifyWake(tx: Tx): Promise<void>;
+  /**
+   * Runs a script (an algorithm written once, `script.ts`) in one write transaction: SQLite
+   * synchronously, PostgreSQL retried on deadlock. `script` makes a fresh one for each attempt.
+   */
+  protected abstract transact<T>(script: () => Script<T>): Promise<T>;
   /**
    * Holds off every writer of payload rows until the transaction ends (PostgreSQL: a table lock that
    * waits for the transactions that wrote one; SQLite: nothing, its one writer is this transaction).
@@ -150,63 +148,71 @@ export abstract class SqlStore<Tx> {
     await this.write((db) => db.run(this.sql.removeDeadExecutors, [this.dialect.deadExecutors(dead)]));
   }
 
-  async receive(fence: Fence, request: ReceiveRequest): Promise<ReceiveResult> {
-    return this.writeTransaction(async (tx) => {
-      if (!(await this.fenceHolds(tx, fence))) throw fenced(fence);
-      const db = this.connection(tx);
-      const { runId, seq, name, topic, now, deadline } = request;
-      const [message] = await db.all<{ id: string; body: string }>(this.sql.inbox, [runId, topic]);
-      const base = { runId, seq, name, kind: "recv" as const, error: null, startedAt: now, attempts: 1, path: request.path ?? null };
-      const completion = request.completion ?? null;
-      if (message !== undefined) {
-        await db.run(this.sql.consume, [`${runId}:${seq}`, now, message.id]);
-        await this.writeStep(tx, { ...base, status: "succeeded", output: { text: message.body, hash: null }, finishedAt: now, completion });
-        return { status: "received", text: message.body };
-      }
-      if (deadline !== null && now >= deadline) {
-        await this.writeStep(tx, { ...base, status: "succeeded", output: { text: '{"$c":"undefined"}', hash: null }, finishedAt: now, completion });
-        return { status: "timed-out" };
-      }
-      // The pending row remembers the deadline across unloads and crashes.
-      await this.writeStep(tx, { ...base, status: "pending", output: { text: JSON.stringify(deadline), hash: null }, finishedAt: null });
-      return { status: "waiting", deadline };
-    });
+  receive(fence: Fence, request: ReceiveRequest): Promise<ReceiveResult> {
+    return this.transact(() => this.receiveScript(fence, request));
   }
 
-  async cancelRun(runId: string, error: string, at: number): Promise<string[]> {
-    return this.writeTransaction(async (tx) => {
-      const rows = await this.connection(tx).all<{ id: string }>(this.sql.cancelTree, [runId, error, at]);
-      if (rows.length > 0) {
-        await this.hook(tx, "onCancel", [runId]);
-        // Executors running the cancelled runs hear of it at once, and a waiting parent wakes.
-        await this.wakeParent(tx, runId, at);
-      }
-      return rows.map((r) => r.id);
-    });
+  private *receiveScript(fence: Fence, request: ReceiveRequest): Script<ReceiveResult> {
+    if (!(yield* act<boolean>({ type: "fenceHolds", fence }))) throw fenced(fence);
+    const { runId, seq, name, topic, now, deadline } = request;
+    const [message] = yield* all<{ id: string; body: string }>(this.sql.inbox, [runId, topic]);
+    const base = { runId, seq, name, kind: "recv" as const, error: null, startedAt: now, attempts: 1, path: request.path ?? null };
+    const completion = request.completion ?? null;
+    if (message !== undefined) {
+      yield* run(this.sql.consume, [`${runId}:${seq}`, now, message.id]);
+      const step: StepRecord = { ...base, status: "succeeded", output: { text: message.body, hash: null }, finishedAt: now, completion };
+      yield* act({ type: "writeStep", step });
+      return { status: "received", text: message.body };
+    }
+    if (deadline !== null && now >= deadline) {
+      const step: StepRecord = { ...base, status: "succeeded", output: { text: '{"$c":"undefined"}', hash: null }, finishedAt: now, completion };
+      yield* act({ type: "writeStep", step });
+      return { status: "timed-out" };
+    }
+    // The pending row remembers the deadline across unloads and crashes.
+    const step: StepRecord = { ...base, status: "pending", output: { text: JSON.stringify(deadline), hash: null }, finishedAt: null };
+    yield* act({ type: "writeStep", step });
+    return { status: "waiting", deadline };
   }
 
-  async resumeRun(runId: string, at: number): Promise<boolean> {
-    return this.writeTransaction(async (tx) => {
-      const db = this.connection(tx);
-      if ((await db.run(this.sql.resume, [at, runId])) === 0) return false;
-      await db.run(this.sql.resumeSteps, [runId]);
-      await db.run(this.sql.resumeTree, [runId, at]);
-      await this.hook(tx, "onResume", [runId]);
-      await this.notifyWake(tx);
-      return true;
-    });
+  cancelRun(runId: string, error: string, at: number): Promise<string[]> {
+    return this.transact(() => this.cancelScript(runId, error, at));
+  }
+
+  private *cancelScript(runId: string, error: string, at: number): Script<string[]> {
+    const rows = yield* all<{ id: string }>(this.sql.cancelTree, [runId, error, at]);
+    if (rows.length > 0) {
+      yield* this.hook("onCancel", [runId]);
+      // Executors running the cancelled runs hear of it at once, and a waiting parent wakes.
+      yield* act({ type: "wakeParent", runId, at });
+    }
+    return rows.map((r) => r.id);
+  }
+
+  resumeRun(runId: string, at: number): Promise<boolean> {
+    return this.transact(() => this.resumeScript(runId, at));
+  }
+
+  private *resumeScript(runId: string, at: number): Script<boolean> {
+    if ((yield* run(this.sql.resume, [at, runId])) === 0) return false;
+    yield* run(this.sql.resumeSteps, [runId]);
+    yield* run(this.sql.resumeTree, [runId, at]);
+    yield* this.hook("onResume", [runId]);
+    yield* act({ type: "notifyWake" });
+    return true;
   }
 
   async forkRun(runId: string, fromSeq: number, fork: NewRun): Promise<void> {
-    await this.writeTransaction(async (tx) => {
-      const db = this.connection(tx);
-      if ((await db.all(this.sql.forkTarget, [fork.id])).length > 0) throw forkIdTaken(fork.id);
-      if ((await db.all(this.sql.forkOrigin, [runId])).length === 0) throw new RunNotFoundError(runId);
-      await this.writeRun(tx, fork);
-      await db.run(this.sql.forkSteps, [fork.id, runId, fromSeq]);
-      await db.run(FORK_EVENTS_STATEMENT, [fork.id, runId, fromSeq]);
-      await this.hook(tx, "onFork", [fork.id, runId, fromSeq]);
-    });
+    await this.transact(() => this.forkScript(runId, fromSeq, fork));
+  }
+
+  private *forkScript(runId: string, fromSeq: number, fork: NewRun): Script<void> {
+    if ((yield* all(this.sql.forkTarget, [fork.id])).length > 0) throw forkIdTaken(fork.id);
+    if ((yield* all(this.sql.forkOrigin, [runId])).length === 0) throw new RunNotFoundError(runId);
+    yield* act({ type: "writeRun", run: fork });
+    yield* run(this.sql.forkSteps, [fork.id, runId, fromSeq]);
+    yield* run(FORK_EVENTS_STATEMENT, [fork.id, runId, fromSeq]);
+    yield* this.hook("onFork", [fork.id, runId, fromSeq]);
   }
 
   /**
@@ -265,9 +271,8 @@ export abstract class SqlStore<Tx> {
   }
 
   /** Runs the registered layers' statements for a hook (the extension contract). */
-  private async hook(tx: Tx, name: HookName, params: unknown[]): Promise<void> {
-    const db = this.connection(tx);
-    for (const [i, text] of this.layers.hook(name).entries()) await db.run({ name: `cairn_${name}_${i}`, text }, params);
+  private *hook(name: HookName, params: unknown[]): Script<void> {
+    for (const [i, text] of this.layers.hook(name).entries()) yield* run({ name: `cairn_${name}_${i}`, text }, params);
   }
 }
 

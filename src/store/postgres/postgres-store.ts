@@ -3,9 +3,10 @@ import type { PoolClient, QueryConfig } from "pg";
 import { NotACairnDatabaseError, RunNotFoundError } from "../../errors.js";
 import { postgresConnection, type Connection } from "../connection.js";
 import { POSTGRES } from "../dialect.js";
-import { checkSchema, runMigrations, type MigrationSql } from "../migration-runner.js";
+import { checkSchema, migrationScript, type MigrationSql } from "../migration-runner.js";
 import { toRunRow } from "../rows.js";
 import { fenced, SqlStore } from "../sql-store.js";
+import { runAsync, type Request, type Script } from "../script.js";
 import { CLAIM_SET, claimable } from "../statements.js";
 import type {
   ClaimRequest,
@@ -124,24 +125,33 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
     return postgresConnection(client);
   }
 
-  protected fenceHolds(client: PoolClient, fence: Fence): Promise<boolean> {
-    return this.writes.fenceHolds(client, fence);
+  protected transact<T>(script: () => Script<T>): Promise<T> {
+    return retrying(() =>
+      this.inTransaction((client) => {
+        const db = postgresConnection(client);
+        return runAsync(script(), (request) => this.perform(client, db, request));
+      }),
+    );
   }
 
-  protected writeStep(client: PoolClient, step: StepRecord): Promise<void> {
-    return this.writes.apply(client, { type: "step", step });
-  }
-
-  protected writeRun(client: PoolClient, run: NewRun): Promise<void> {
-    return this.writes.apply(client, { type: "run", run });
-  }
-
-  protected wakeParent(client: PoolClient, runId: string, at: number): Promise<void> {
-    return this.writes.wakeParent(client, runId, at);
-  }
-
-  protected async notifyWake(client: PoolClient): Promise<void> {
-    await client.query(`NOTIFY ${WAKE_CHANNEL}`);
+  private async perform(client: PoolClient, db: Connection, request: Request): Promise<unknown> {
+    if (request.kind === "all") return db.all(request.statement, request.params);
+    if (request.kind === "run") return db.run(request.statement, request.params);
+    const act = request.act;
+    switch (act.type) {
+      case "fenceHolds":
+        return this.writes.fenceHolds(client, act.fence);
+      case "writeStep":
+        return this.writes.apply(client, { type: "step", step: act.step });
+      case "writeRun":
+        return this.writes.apply(client, { type: "run", run: act.run });
+      case "wakeParent":
+        return this.writes.wakeParent(client, act.runId, act.at);
+      case "notifyWake":
+        return client.query(`NOTIFY ${WAKE_CHANNEL}`);
+      case "lockMigrations":
+        return client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK]);
+    }
   }
 
   protected async lockPayloads(client: PoolClient): Promise<void> {
@@ -149,10 +159,7 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
   }
 
   async migrate(): Promise<void> {
-    await this.inTransaction(async (client) => {
-      await client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK]);
-      await runMigrations(migrationSql(client), this.layers, Date.now);
-    });
+    await this.transact(() => migrationScript(this.layers, Date.now));
   }
 
   async assertCairnDatabase(): Promise<void> {
@@ -528,9 +535,6 @@ async function retrying<T>(fn: () => Promise<T>): Promise<T> {
 
 function migrationSql(db: pg.Pool | PoolClient): MigrationSql {
   return {
-    async exec(text: string): Promise<void> {
-      await db.query(text);
-    },
     async all<Row>(text: string, params: unknown[] = []): Promise<Row[]> {
       return (await db.query(text, params)).rows as Row[];
     },

@@ -3,9 +3,10 @@ import { NotACairnDatabaseError } from "../../errors.js";
 import { SqliteStatements, type Connection } from "../connection.js";
 import { Mutex } from "../mutex.js";
 import { SQLITE } from "../dialect.js";
-import { checkSchema, runMigrations, type MigrationSql } from "../migration-runner.js";
+import { checkSchema, migrationScript, type MigrationSql } from "../migration-runner.js";
 import { positionalPlaceholders, toRunRow } from "../rows.js";
 import { fenced, SqlStore } from "../sql-store.js";
+import { runSync, type Request, type Script } from "../script.js";
 import { CLAIM_SET, claimable } from "../statements.js";
 import type {
   ClaimRequest,
@@ -103,8 +104,7 @@ export class SqliteStore extends SqlStore<null> implements Store {
   private readonly applyBatch: Database.Transaction<(batch: PendingCommit[], outcomes: unknown[]) => void>;
 
   async migrate(): Promise<void> {
-    // BEGIN IMMEDIATE: one process migrates at a time.
-    await this.writeTransaction(() => runMigrations(this.migrationSql(), this.layers, Date.now));
+    await this.transact(() => migrationScript(this.layers, Date.now));
     this.writes.prepare();
   }
 
@@ -123,9 +123,6 @@ export class SqliteStore extends SqlStore<null> implements Store {
   private migrationSql(): MigrationSql {
     const db = this.db;
     return {
-      async exec(text: string): Promise<void> {
-        db.exec(text);
-      },
       async all<Row>(text: string, params: unknown[] = []): Promise<Row[]> {
         const q = positionalPlaceholders(text, params);
         const statement = db.prepare(q.text);
@@ -196,24 +193,30 @@ export class SqliteStore extends SqlStore<null> implements Store {
     });
   }
 
-  protected async fenceHolds(_tx: null, fence: Fence): Promise<boolean> {
-    return this.writes.fenceHolds(fence);
+  /**
+   * Synchronously, inside one better-sqlite3 transaction: no other JavaScript (a step body, a
+   * timer) runs while the script holds SQLite's write lock.
+   */
+  protected transact<T>(script: () => Script<T>): Promise<T> {
+    return this.lock.run(() => this.db.transaction(() => runSync(script(), (request) => this.perform(request))).immediate());
   }
 
-  protected async writeStep(_tx: null, step: StepRecord): Promise<void> {
-    this.writes.step(step);
-  }
-
-  protected async writeRun(_tx: null, run: NewRun): Promise<void> {
-    this.writes.run(run);
-  }
-
-  protected async wakeParent(_tx: null, runId: string, at: number): Promise<void> {
-    this.writes.wakeParent(runId, at);
-  }
-
-  protected async notifyWake(): Promise<void> {
-    // Executors on SQLite poll; there is no one to tell.
+  private perform(request: Request): unknown {
+    if (request.kind !== "act") return this.statements.perform(request.kind, request.statement, request.params);
+    const act = request.act;
+    switch (act.type) {
+      case "fenceHolds":
+        return this.writes.fenceHolds(act.fence);
+      case "writeStep":
+        return this.writes.step(act.step);
+      case "writeRun":
+        return this.writes.run(act.run);
+      case "wakeParent":
+        return this.writes.wakeParent(act.runId, act.at);
+      case "notifyWake": // executors on SQLite poll: there is no one to tell
+      case "lockMigrations": // BEGIN IMMEDIATE already makes migrators take turns
+        return undefined;
+    }
   }
 
   protected async lockPayloads(): Promise<void> {
@@ -245,19 +248,23 @@ export class SqliteStore extends SqlStore<null> implements Store {
   async claimRuns(request: ClaimRequest): Promise<RunRow[] | null> {
     // One immediate transaction, so another process cannot remove our row between the renewal and
     // the claim, nor renew a dead executor's heartbeat between its check and the take-over.
-    return this.writeTransaction(async () => {
-      if (this.statements.run(this.sql.renewClaimant.text, [request.now, request.executorId]) === 0) return null;
-      const claimed = this.statements.all<{ id: string }>(CLAIM, [
-        request.executorId,
-        request.appVersion,
-        request.now,
-        SQLITE.deadExecutors(request.deadExecutors),
-        request.limit,
-        SQLITE.list(request.workflows),
-      ]);
-      if (claimed.length === 0) return [];
-      return this.statements.all<Raw>(this.sql.runsIn.text, [SQLITE.list(claimed.map((c) => c.id))]).map(toRunRow);
-    });
+    return this.lock.run(() =>
+      this.db
+        .transaction((): RunRow[] | null => {
+          if (this.statements.run(this.sql.renewClaimant.text, [request.now, request.executorId]) === 0) return null;
+          const claimed = this.statements.all<{ id: string }>(CLAIM, [
+            request.executorId,
+            request.appVersion,
+            request.now,
+            SQLITE.deadExecutors(request.deadExecutors),
+            request.limit,
+            SQLITE.list(request.workflows),
+          ]);
+          if (claimed.length === 0) return [];
+          return this.statements.all<Raw>(this.sql.runsIn.text, [SQLITE.list(claimed.map((c) => c.id))]).map(toRunRow);
+        })
+        .immediate(),
+    );
   }
 
   async liveBackendPids(): Promise<Set<number> | null> {
