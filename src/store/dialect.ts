@@ -1,5 +1,5 @@
 /**
- * What differs in the SQL the two backends speak (kysely's dialect/adapter split is the model).
+ * What differs in the SQL the two backends speak (after kysely's dialect/adapter split).
  * Statements and algorithms are written once, in `$n` placeholder style, against this object; a
  * backend supplies its dialect and keeps only what truly differs in how it talks to its database
  * (connections, group commit, transactions, notifications, session liveness).

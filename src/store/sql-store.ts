@@ -36,11 +36,13 @@ type Raw = Record<string, unknown>;
 
 /**
  * What both backends do the same way, written once over the dialect: every read, the executors'
- * rows, receive, cancel, resume and fork, and the layers' hooks. A backend supplies how a statement
- * reaches its database ({@link SqlStore.reader}, {@link SqlStore.write},
- * {@link SqlStore.writeTransaction}) and the few acts whose shape differs: writing a step or a run
- * (SQLite: prepared statements; PostgreSQL: one round trip with the payload in a CTE), waking a
- * waiting parent and notifying listeners.
+ * rows, receive, cancel, resume and fork (as scripts, `script.ts`), retention, and the layers'
+ * hooks. A backend supplies how a statement reaches its database ({@link SqlStore.reader},
+ * {@link SqlStore.write}, {@link SqlStore.writeTransaction}, {@link SqlStore.transact}) and
+ * performs the few acts whose shape differs (`script.ts`'s `Act`): writing a step or a run (SQLite:
+ * prepared statements; PostgreSQL: one round trip with the payload in a CTE), checking a fence,
+ * waking a waiting parent, notifying listeners. Group commit, the claim's round trips, the user's
+ * transactional step and the operator's SQL stay with each backend.
  *
  * `Tx` is the backend's handle on an open write transaction.
  */
@@ -57,7 +59,11 @@ export abstract class SqlStore<Tx> {
   protected abstract reader(): Connection;
   /** Runs one autocommitted write (SQLite: under the store's write lock). */
   protected abstract write<T>(fn: (db: Connection) => Promise<T>): Promise<T>;
-  /** Runs `fn` in a write transaction (SQLite: BEGIN IMMEDIATE; PostgreSQL: retried on deadlock). */
+  /**
+   * Runs `fn` in a write transaction (SQLite: BEGIN IMMEDIATE under the write lock; PostgreSQL:
+   * retried on deadlock). Only for work that must await (retention's batches): on SQLite other
+   * JavaScript may run while it holds the lock, so algorithms use {@link SqlStore.transact}.
+   */
   protected abstract writeTransaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
   protected abstract connection(tx: Tx): Connection;
   /**
