@@ -6,6 +6,7 @@ import { agentBody, validateAgentSpec, type Agent, type AgentSpec } from "./ai/a
 import { agentContext, type AgentContext, type AgentSettings } from "./ai/agent-context.js";
 import { readStream, type StreamChunk } from "./ai/stream-chunks.js";
 import { fromToolLoopAgent, isToolLoopAgent, type CairnAgentOptions } from "./ai/tool-loop-agent.js";
+import { AGENTS_EXTENSION } from "./ai/schema/agents-extension.js";
 import { CairnRuntime, type CairnOptions, type ForkOptions, type SendOptions } from "./scheduler/runtime.js";
 import type { RunHandle } from "./engine/run-handle.js";
 import type { Workflow, WorkflowOptions } from "./engine/workflow.js";
@@ -47,6 +48,9 @@ export class Cairn {
     const runtime = new CairnRuntime(options);
     this.#runtime = runtime;
     this.#agentSettings = { approvalKey };
+    // The agents layer brings its schema, tables, step kinds and hooks to the store through the
+    // extension contract, before the store first migrates (on first use).
+    runtime.store().register(AGENTS_EXTENSION);
     attachRuntime(this, runtime);
     this.approvals = new Approvals({
       ready: () => runtime.readyStore(),

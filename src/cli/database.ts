@@ -2,6 +2,7 @@ import { existsSync, statSync } from "node:fs";
 import { Cairn } from "../index.js";
 import { NotACairnDatabaseError } from "../errors.js";
 import { openStore } from "../store/open-store.js";
+import { classifyStoreError } from "../store/store-errors.js";
 import type { Store } from "../store/store.js";
 import { stringOption, type ParsedArgs } from "./args.js";
 import { CliError, oneLine } from "./cli-error.js";
@@ -81,29 +82,28 @@ export async function withClient<T>(database: string, body: (cairn: Cairn) => Pr
   }
 }
 
-/** Maps what goes wrong opening a database to one line that says what to do. */
+/** Maps what goes wrong opening a database (as the store classifies it) to one line that says what to do. */
 function openFailure(error: unknown, database: string): Error {
   if (error instanceof NotACairnDatabaseError) return error;
-  const code = (error as { code?: unknown }).code;
+  const { kind, code, sqlite } = classifyStoreError(error);
   const message = error instanceof Error && error.message !== "" ? oneLine(error.message) : String(code ?? error);
   const name = displayName(database);
-  if (code === "SQLITE_NOTADB") {
-    return new CliError(`${name} is not a Cairn database (it is not an SQLite file at all)`, "point --database at the file your application uses");
+  switch (kind) {
+    case "not-a-cairn-database":
+      return new CliError(`${name} is not a Cairn database (it is not an SQLite file at all)`, "point --database at the file your application uses");
+    case "read-only":
+      return new CliError(
+        `cannot read ${name}: ${message} (a database in WAL mode needs its -wal and -shm files, which SQLite creates next to it)`,
+        "run as a user who may write the file's directory, or open it once as one so the files exist",
+      );
+    case "unreachable":
+      return new CliError(`cannot connect to PostgreSQL at ${name} (${String(code)})`, "is the server running? check the URL given to --database");
+    case "missing-database":
+      return new CliError(`${name}: ${message}`, "create it, or check the database name in the URL");
+    case "auth":
+      return new CliError(`${name}: ${message}`, "check the user and password in the URL");
   }
-  if (typeof code === "string" && code.startsWith("SQLITE_READONLY")) {
-    return new CliError(
-      `cannot read ${name}: ${message} (a database in WAL mode needs its -wal and -shm files, which SQLite creates next to it)`,
-      "run as a user who may write the file's directory, or open it once as one so the files exist",
-    );
-  }
-  if (typeof code === "string" && code.startsWith("SQLITE_")) {
-    return new CliError(`cannot read ${name}: ${message}`, "check the path given to --database");
-  }
-  if (code === "ECONNREFUSED" || code === "ENOTFOUND" || code === "ETIMEDOUT" || code === "EHOSTUNREACH") {
-    return new CliError(`cannot connect to PostgreSQL at ${name} (${String(code)})`, "is the server running? check the URL given to --database");
-  }
-  if (code === "3D000") return new CliError(`${name}: ${message}`, "create it, or check the database name in the URL");
-  if (code === "28P01" || code === "28000") return new CliError(`${name}: ${message}`, "check the user and password in the URL");
+  if (sqlite) return new CliError(`cannot read ${name}: ${message}`, "check the path given to --database");
   return new CliError(`cannot open ${name}: ${message}`, "check --database");
 }
 

@@ -117,7 +117,7 @@ export class Executor implements ExecutionHost {
       void this.heartbeat();
       this.poke();
     });
-    if ("onWake" in this.store) (this.store as { onWake(listener: () => void): void }).onWake(() => this.poke());
+    this.store.capabilities.wakeNotifications?.onWake(() => this.poke());
     const heartbeatMs = Math.max(50, Math.floor(this.options.leaseMs / 3));
     this.timers.push(setInterval(() => void this.heartbeat(), heartbeatMs));
     this.timers.push(setInterval(() => this.poke(true), this.options.pollIntervalMs));
@@ -314,7 +314,7 @@ export class Executor implements ExecutionHost {
   }
 
   private async sessionPid(): Promise<number | null> {
-    return "sessionPid" in this.store ? (this.store as { sessionPid(): Promise<number | null> }).sessionPid() : null;
+    return this.store.capabilities.sessionLiveness?.sessionPid() ?? null;
   }
 
   /**

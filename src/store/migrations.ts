@@ -1,17 +1,19 @@
-/**
- * The schema, as numbered migrations shared verbatim by both backends: the DDL below is the
- * portable subset of SQLite and PostgreSQL, so the tables and columns are the same by construction.
- * Times are integer milliseconds since the epoch. Never edit a migration that has shipped; add one.
- */
-export interface Migration {
-  version: number;
-  name: string;
-  statements: string[];
-}
+import type { LayerMigration } from "./extension.js";
 
-export const MIGRATIONS: readonly Migration[] = [
+/**
+ * The engine's schema (the store's own layer, "core"), as numbered migrations shared verbatim by
+ * both backends: the DDL below is the portable subset of SQLite and PostgreSQL, so the tables and
+ * columns are the same by construction. Times are integer milliseconds since the epoch. Never edit
+ * a migration that has shipped; add one. The layers above bring their own lists through the
+ * extension contract (`extension.ts`); `migration-runner.ts` applies them all.
+ *
+ * Until layers had their own lists, one list numbered 1-5 held every migration (2 was the agents'
+ * tables); `legacyVersion` maps each core migration onto it, so such a database is not migrated twice.
+ */
+export const CORE_MIGRATIONS: readonly LayerMigration[] = [
   {
     version: 1,
+    legacyVersion: 1,
     name: "engine",
     statements: [
       `CREATE TABLE cairn_runs (
@@ -104,134 +106,7 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 2,
-    name: "agents",
-    statements: [
-      // One row per model call: what was asked (by hash: the prompt's messages are content-addressed
-      // payloads), what came back, and what it cost. The full response is the step's output.
-      `CREATE TABLE cairn_model_calls (
-        run_id TEXT NOT NULL,
-        seq INTEGER NOT NULL,
-        provider TEXT NOT NULL,
-        model_id TEXT NOT NULL,
-        prompt_hash TEXT NOT NULL,
-        prompt_messages TEXT NOT NULL,
-        finish_reason TEXT,
-        text_excerpt TEXT,
-        tool_call_ids TEXT,
-        input_tokens BIGINT NOT NULL,
-        output_tokens BIGINT NOT NULL,
-        total_tokens BIGINT NOT NULL,
-        cost_usd DOUBLE PRECISION NOT NULL,
-        latency_ms BIGINT NOT NULL,
-        streamed INTEGER NOT NULL,
-        created_at BIGINT NOT NULL,
-        PRIMARY KEY (run_id, seq)
-      )`,
-      // One row per tool call; model_seq links it to the model call that requested it.
-      `CREATE TABLE cairn_tool_calls (
-        run_id TEXT NOT NULL,
-        seq INTEGER NOT NULL,
-        tool_call_id TEXT NOT NULL,
-        tool_name TEXT NOT NULL,
-        model_seq INTEGER,
-        input TEXT,
-        output_excerpt TEXT,
-        status TEXT NOT NULL,
-        permission TEXT NOT NULL,
-        decided_by TEXT,
-        child_run_id TEXT,
-        created_at BIGINT NOT NULL,
-        PRIMARY KEY (run_id, seq)
-      )`,
-      `CREATE INDEX cairn_tool_calls_id ON cairn_tool_calls (run_id, tool_call_id)`,
-      // A request is keyed by the seq of the step that made it; tool_call_id is what people quote
-      // (a provider's tool call id, or budget:<seq>).
-      `CREATE TABLE cairn_approvals (
-        run_id TEXT NOT NULL,
-        request_seq INTEGER NOT NULL,
-        tool_call_id TEXT NOT NULL,
-        kind TEXT NOT NULL,
-        tool_name TEXT NOT NULL,
-        input TEXT,
-        status TEXT NOT NULL,
-        requested_at BIGINT NOT NULL,
-        decided_at BIGINT,
-        decided_by TEXT,
-        reason TEXT,
-        PRIMARY KEY (run_id, request_seq)
-      )`,
-      `CREATE INDEX cairn_approvals_pending ON cairn_approvals (status, requested_at)`,
-      // A budget scope per agent run; a sub-agent's scope is carved out of its parent's, and every
-      // charge is applied to the whole chain of scopes.
-      `CREATE TABLE cairn_budgets (
-        run_id TEXT PRIMARY KEY,
-        parent_run_id TEXT,
-        tokens_limit BIGINT,
-        usd_limit DOUBLE PRECISION,
-        model_calls_limit INTEGER,
-        wall_time_ms_limit BIGINT,
-        tokens_spent BIGINT NOT NULL DEFAULT 0,
-        usd_spent DOUBLE PRECISION NOT NULL DEFAULT 0,
-        model_calls_spent INTEGER NOT NULL DEFAULT 0,
-        started_at BIGINT NOT NULL
-      )`,
-      `CREATE TABLE cairn_memory (
-        agent TEXT NOT NULL,
-        key TEXT NOT NULL,
-        version INTEGER NOT NULL,
-        value TEXT,
-        value_hash TEXT,
-        run_id TEXT NOT NULL,
-        seq INTEGER NOT NULL,
-        updated_at BIGINT NOT NULL,
-        PRIMARY KEY (agent, key, version)
-      )`,
-      `CREATE TABLE cairn_artifacts (
-        id TEXT PRIMARY KEY,
-        name TEXT NOT NULL,
-        media_type TEXT NOT NULL,
-        hash TEXT NOT NULL,
-        size INTEGER NOT NULL,
-        run_id TEXT NOT NULL,
-        seq INTEGER NOT NULL,
-        created_at BIGINT NOT NULL
-      )`,
-      // Streamed model output for readers in other processes (cairn.stream): text deltas as they
-      // arrive, rewritten from the record when the call's checkpoint commits, then a "finish" row.
-      `CREATE TABLE cairn_stream_chunks (
-        run_id TEXT NOT NULL,
-        model_seq INTEGER NOT NULL,
-        position INTEGER NOT NULL,
-        kind TEXT NOT NULL,
-        chunk TEXT NOT NULL,
-        created_at BIGINT NOT NULL,
-        PRIMARY KEY (run_id, model_seq, position)
-      )`,
-      `CREATE VIEW cairn_trajectory AS
-        SELECT run_id, seq, 'model' AS kind, model_id AS name, text_excerpt AS detail, total_tokens AS tokens,
-               cost_usd, created_at
-        FROM cairn_model_calls
-        UNION ALL
-        SELECT run_id, seq, 'tool' AS kind, tool_name AS name, output_excerpt AS detail, 0 AS tokens, 0 AS cost_usd, created_at
-        FROM cairn_tool_calls`,
-      `CREATE VIEW cairn_costs AS
-        SELECT r.id AS run_id, r.workflow, r.root_id, r.parent_id,
-               count(m.seq) AS model_calls, COALESCE(sum(m.input_tokens), 0) AS input_tokens,
-               COALESCE(sum(m.output_tokens), 0) AS output_tokens, COALESCE(sum(m.total_tokens), 0) AS total_tokens,
-               COALESCE(sum(m.cost_usd), 0) AS cost_usd
-        FROM cairn_runs r LEFT JOIN cairn_model_calls m ON m.run_id = r.id
-        GROUP BY r.id, r.workflow, r.root_id, r.parent_id`,
-      `CREATE VIEW cairn_provenance AS
-        SELECT t.run_id, t.seq AS tool_seq, t.tool_call_id, t.tool_name, t.input AS tool_input, t.status AS tool_status,
-               t.decided_by, m.seq AS model_seq, m.model_id, m.text_excerpt AS model_excerpt, m.total_tokens,
-               m.prompt_hash, r.workflow, r.parent_id, r.root_id
-        FROM cairn_tool_calls t
-        JOIN cairn_runs r ON r.id = t.run_id
-        LEFT JOIN cairn_model_calls m ON m.run_id = t.run_id AND m.seq = t.model_seq`,
-    ],
-  },
-  {
-    version: 3,
+    legacyVersion: 3,
     name: "replay order",
     statements: [
       // Where each operation was called (its scope and occurrence; null for a top-level first
@@ -244,7 +119,8 @@ export const MIGRATIONS: readonly Migration[] = [
     ],
   },
   {
-    version: 4,
+    version: 3,
+    legacyVersion: 4,
     name: "executor-namespace-and-recovery-base",
     statements: [
       // Where `pid` means something: "<boot id>:<pid namespace>" on Linux, null elsewhere. A pid is
@@ -256,7 +132,8 @@ export const MIGRATIONS: readonly Migration[] = [
     ],
   },
   {
-    version: 5,
+    version: 4,
+    legacyVersion: 5,
     name: "retention",
     // Payload garbage collection asks "does any row still name this hash?" for a few hashes at a
     // time; these partial indexes answer it without scanning the tables (rows with inline values,
@@ -267,22 +144,36 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX cairn_steps_output_hash ON cairn_steps (output_hash) WHERE output_hash IS NOT NULL`,
       `CREATE INDEX cairn_messages_body_hash ON cairn_messages (body_hash) WHERE body_hash IS NOT NULL`,
       `CREATE INDEX cairn_events_value_hash ON cairn_events (value_hash) WHERE value_hash IS NOT NULL`,
-      `CREATE INDEX cairn_memory_value_hash ON cairn_memory (value_hash) WHERE value_hash IS NOT NULL`,
-      `CREATE INDEX cairn_artifacts_hash ON cairn_artifacts (hash)`,
       `CREATE INDEX cairn_runs_retention ON cairn_runs (finished_at) WHERE finished_at IS NOT NULL AND parent_id IS NULL`,
       `CREATE INDEX cairn_messages_run ON cairn_messages (run_id)`,
-      `CREATE INDEX cairn_artifacts_run ON cairn_artifacts (run_id)`,
     ],
   },
 ];
 
-export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
+/**
+ * The ledger of applied migrations, one row per layer and version. Created by the first Cairn
+ * with layers; older databases are carried over from `cairn_migrations` (see migration-runner.ts).
+ */
+export const LEDGER_TABLE = `CREATE TABLE IF NOT EXISTS cairn_layer_migrations (
+  layer TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  applied_at BIGINT NOT NULL,
+  PRIMARY KEY (layer, version)
+)`;
 
-export const MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS cairn_migrations (
+/**
+ * The single list that numbered every migration before layers (1-5). It is kept, and it records
+ * one more version, {@link LAYERED_SCHEMA_VERSION}, so that a Cairn from before layers refuses the
+ * database ("newer than this Cairn knows") instead of writing to a schema it cannot see.
+ */
+export const LEGACY_MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS cairn_migrations (
   version INTEGER PRIMARY KEY,
   name TEXT NOT NULL,
   applied_at BIGINT NOT NULL
 )`;
+
+export const LAYERED_SCHEMA_VERSION = 6;
 
 /** Inline values up to this many characters; longer ones go to cairn_payloads by hash (owned by the value module). */
 export { INLINE_LIMIT } from "./value/journal-value.js";

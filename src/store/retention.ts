@@ -1,17 +1,18 @@
 import { InvalidSpecError } from "../errors.js";
+import type { LayerRegistry } from "./extension.js";
 import { TERMINAL_STATUSES, type RunStatus } from "./store.js";
 
 /**
  * Deleting finished runs and collecting the payloads nobody names any more, written once for both
- * backends (`$n` placeholders) over {@link RetentionSql}; each store supplies the transactions, the
- * locking, and the one expression that differs (reading the hashes inside a model call's
- * `prompt_messages` JSON).
+ * backends (`$n` placeholders) over {@link RetentionSql}; each store supplies the transactions and
+ * the locking, and the registered layers their tables ({@link LayerDeletion}, from each layer's
+ * `onDelete` hook in the extension contract).
  *
  * What a deleted run takes with it: its row, its journal (`cairn_steps`), its inbox
  * (`cairn_messages` addressed to it — messages it *sent* belong to their receivers), its events,
- * and its rows in the agent tables (model calls, tool calls, approvals, budget, artifacts, stream
- * chunks) — and all of that for every descendant (children, grandchildren). It leaves `cairn_memory`
- * alone: memory belongs to the agent, and later runs read it.
+ * and its rows in the tables the layers name as keyed by run — and all of that for every
+ * descendant (children, grandchildren). A layer's table it does not name there (state that
+ * outlives a run, which later runs read) is left alone, though the payloads it names are kept.
  *
  * What is never deleted: a run that is not finished (`succeeded`, `failed` or `cancelled`), a run
  * with an unfinished descendant, a child whose ancestor is unfinished (the parent may still need the
@@ -53,18 +54,11 @@ const MAX_DELETE_LIMIT = 10_000;
 /** Hashes checked per statement. */
 const HASH_BATCH = 500;
 
-/** Tables keyed by run id that a deleted run's rows are removed from (cairn_runs last). */
-const RUN_TABLES = [
-  "cairn_steps",
-  "cairn_messages",
-  "cairn_events",
-  "cairn_model_calls",
-  "cairn_tool_calls",
-  "cairn_approvals",
-  "cairn_budgets",
-  "cairn_artifacts",
-  "cairn_stream_chunks",
-] as const;
+/** The engine's tables keyed by run id that a deleted run's rows are removed from (cairn_runs last). */
+const RUN_TABLES = ["cairn_steps", "cairn_messages", "cairn_events"] as const;
+
+/** The layers' part of retention: every registered layer's `onDelete` hook, merged. */
+export type LayerDeletion = ReturnType<LayerRegistry["deletion"]>;
 
 export function validateDeleteFilter(filter: RunDeleteFilter): Required<Pick<RunDeleteFilter, "limit">> & { statuses: FinishedStatus[] } {
   if (filter === null || typeof filter !== "object") throw new InvalidSpecError("filter", filter, "runs.delete needs a filter object");
@@ -164,7 +158,7 @@ export async function deletableTrees(
  * Deletes the runs' rows from every table keyed by run id and returns the payload hashes those rows
  * named: the candidates for collection once the deletion has committed.
  */
-export async function deleteRunRows(sql: RetentionSql, runIds: string[], promptHashes: string): Promise<string[]> {
+export async function deleteRunRows(sql: RetentionSql, runIds: string[], layers: LayerDeletion): Promise<string[]> {
   const hashes = new Set<string>();
   for (const ids of chunks(runIds, HASH_BATCH)) {
     const list = ids.map((_, i) => `$${i + 1}`).join(", ");
@@ -173,13 +167,16 @@ export async function deleteRunRows(sql: RetentionSql, runIds: string[], promptH
        UNION SELECT output_hash FROM cairn_runs WHERE id IN (${list}) AND output_hash IS NOT NULL
        UNION SELECT output_hash FROM cairn_steps WHERE run_id IN (${list}) AND output_hash IS NOT NULL
        UNION SELECT body_hash FROM cairn_messages WHERE run_id IN (${list}) AND body_hash IS NOT NULL
-       UNION SELECT value_hash FROM cairn_events WHERE run_id IN (${list}) AND value_hash IS NOT NULL
-       UNION SELECT hash FROM cairn_artifacts WHERE run_id IN (${list})
-       UNION SELECT h FROM (${promptHashes}) prompts WHERE prompts.run_id IN (${list})`,
+       UNION SELECT value_hash FROM cairn_events WHERE run_id IN (${list}) AND value_hash IS NOT NULL${layers.payloadColumns
+         .filter((c) => layers.runTables.includes(c.table))
+         .map((c) => `\n       UNION SELECT ${c.column} FROM ${c.table} WHERE run_id IN (${list}) AND ${c.column} IS NOT NULL`)
+         .join("")}${layers.payloadHashes
+         .map((q) => `\n       UNION SELECT h FROM (${q}) named WHERE named.run_id IN (${list})`)
+         .join("")}`,
       ids,
     );
     for (const { h } of named) if (h !== null) hashes.add(h);
-    for (const table of RUN_TABLES) await sql.run(`DELETE FROM ${table} WHERE run_id IN (${list})`, ids);
+    for (const table of [...RUN_TABLES, ...layers.runTables]) await sql.run(`DELETE FROM ${table} WHERE run_id IN (${list})`, ids);
     await sql.run(`DELETE FROM cairn_runs WHERE id IN (${list})`, ids);
   }
   return [...hashes];
@@ -189,7 +186,7 @@ export async function deleteRunRows(sql: RetentionSql, runIds: string[], promptH
  * Deletes those of `hashes` that no row names any more. The caller holds off concurrent payload
  * writers (see the stores), so a hash cannot gain a reference between the check and the delete.
  */
-export async function collectHashes(sql: RetentionSql, hashes: string[], promptHashes: string): Promise<number> {
+export async function collectHashes(sql: RetentionSql, hashes: string[], layers: LayerDeletion): Promise<number> {
   let deleted = 0;
   for (const batch of chunks(hashes, HASH_BATCH)) {
     const list = batch.map((_, i) => `$${i + 1}`).join(", ");
@@ -199,10 +196,11 @@ export async function collectHashes(sql: RetentionSql, hashes: string[], promptH
          AND NOT EXISTS (SELECT 1 FROM cairn_runs r WHERE r.output_hash = cairn_payloads.hash)
          AND NOT EXISTS (SELECT 1 FROM cairn_steps s WHERE s.output_hash = cairn_payloads.hash)
          AND NOT EXISTS (SELECT 1 FROM cairn_messages m WHERE m.body_hash = cairn_payloads.hash)
-         AND NOT EXISTS (SELECT 1 FROM cairn_events e WHERE e.value_hash = cairn_payloads.hash)
-         AND NOT EXISTS (SELECT 1 FROM cairn_memory y WHERE y.value_hash = cairn_payloads.hash)
-         AND NOT EXISTS (SELECT 1 FROM cairn_artifacts a WHERE a.hash = cairn_payloads.hash)
-         AND hash NOT IN (SELECT h FROM (${promptHashes}) prompts WHERE h IS NOT NULL AND h IN (${list}))`,
+         AND NOT EXISTS (SELECT 1 FROM cairn_events e WHERE e.value_hash = cairn_payloads.hash)${layers.payloadColumns
+           .map((c) => `\n         AND NOT EXISTS (SELECT 1 FROM ${c.table} x WHERE x.${c.column} = cairn_payloads.hash)`)
+           .join("")}${layers.payloadHashes
+           .map((q) => `\n         AND hash NOT IN (SELECT h FROM (${q}) named WHERE h IS NOT NULL AND h IN (${list}))`)
+           .join("")}`,
       batch,
     );
   }

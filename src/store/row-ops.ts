@@ -1,29 +1,16 @@
 import { InvalidSpecError } from "../errors.js";
 
 /**
- * Row writes for the layers above the engine (agents: model calls, tool calls, approvals, budgets,
- * memory, artifacts, streams). They commit in the same transaction as the step that makes them,
- * through the same `Store.commit`, so a model call's record and its budget charge are durable
+ * Row writes for the layers above the engine, on the tables each layer declared through the
+ * extension contract (`extension.ts`). They commit in the same transaction as the step that makes
+ * them, through the same `Store.commit`, so a layer's record of a step and the step are durable
  * together or not at all. The SQL is built here, once, in `$n` style for both backends.
  */
-export const EXTENSION_TABLES = [
-  "cairn_payloads",
-  "cairn_model_calls",
-  "cairn_tool_calls",
-  "cairn_approvals",
-  "cairn_budgets",
-  "cairn_memory",
-  "cairn_artifacts",
-  "cairn_stream_chunks",
-] as const;
-
-export type ExtensionTable = (typeof EXTENSION_TABLES)[number];
-
 export type SqlValue = string | number | boolean | null;
 
 export interface InsertOp {
   type: "insert";
-  table: ExtensionTable;
+  table: string;
   values: Record<string, SqlValue>;
   /** On a key conflict: keep the existing row ("ignore"), or overwrite the given values ("update"). */
   onConflict?: { keys: string[]; action: "ignore" | "update" };
@@ -31,7 +18,7 @@ export interface InsertOp {
 
 export interface UpdateOp {
   type: "update";
-  table: ExtensionTable;
+  table: string;
   /** Equality on each column; an array value means "any of". */
   where: Record<string, SqlValue | SqlValue[]>;
   set?: Record<string, SqlValue>;
@@ -41,7 +28,7 @@ export interface UpdateOp {
 
 export interface DeleteOp {
   type: "delete";
-  table: ExtensionTable;
+  table: string;
   /** Equality on each column; an array value means "any of". */
   where: Record<string, SqlValue | SqlValue[]>;
 }
@@ -60,14 +47,15 @@ function ident(name: string, table: string): string {
   return name;
 }
 
-function checkTable(table: string): void {
-  if (!(EXTENSION_TABLES as readonly string[]).includes(table)) {
-    throw new InvalidSpecError("table", table, `row operations may write only ${EXTENSION_TABLES.join(", ")}`);
+function checkTable(table: string, writable: ReadonlySet<string>): void {
+  if (!writable.has(table)) {
+    throw new InvalidSpecError("table", table, `row operations may write only ${[...writable].join(", ")}`);
   }
 }
 
-export function buildRowOp(op: RowOp): BuiltSql {
-  checkTable(op.table);
+/** `writable`: the tables the registered layers declared (and cairn_payloads). */
+export function buildRowOp(op: RowOp, writable: ReadonlySet<string>): BuiltSql {
+  checkTable(op.table, writable);
   switch (op.type) {
     case "insert":
       return buildInsert(op);

@@ -1,11 +1,12 @@
 import type { DeletedRuns, RunDeleteFilter } from "./retention.js";
+import type { CORE_STEP_KINDS, StoreExtension } from "./extension.js";
 import type { RowOp } from "./row-ops.js";
 
 /**
  * The system database behind Cairn: one async interface, two backends with mirrored file sets
  * (`sqlite/` on better-sqlite3, the embedded default; `postgres/` on pg, for many processes and
- * machines). Both hold the same tables and columns (see `migrations.ts`); the engine never
- * writes SQL of its own.
+ * machines). Both hold the same tables and columns (see `migrations.ts`, and the layers' own
+ * schemas registered through `extension.ts`); the engine never writes SQL of its own.
  *
  * Every write made on behalf of a run carries a {@link Fence}: it applies only while that run is
  * `running` and owned by that executor. A cancelled run, or one whose lease passed to another
@@ -19,25 +20,13 @@ export const TERMINAL_STATUSES: readonly RunStatus[] = ["succeeded", "failed", "
 
 /**
  * What kind of durable operation a journal row records. `step` and `transaction` run user code;
- * the rest are the engine's own recorded acts.
+ * the rest are the engine's own recorded acts. A layer above adds its own kinds (its
+ * `StoreExtension.stepKinds`) by declaring them in {@link ExtensionStepKinds}.
  */
-export type StepKind =
-  | "step"
-  | "transaction"
-  | "sleep"
-  | "recv"
-  | "send"
-  | "event"
-  | "child"
-  | "child-result"
-  | "now"
-  | "random"
-  | "uuid"
-  | "patch"
-  | "model"
-  | "tool"
-  | "memory"
-  | "artifact";
+export type StepKind = (typeof CORE_STEP_KINDS)[number] | keyof ExtensionStepKinds;
+
+/** Step kinds declared by layers (module augmentation: `interface ExtensionStepKinds { kind: true }`). */
+export interface ExtensionStepKinds {}
 
 /** `pending` marks a wait that has begun (a `recv` with a deadline) but not ended. */
 export type StepStatus = "succeeded" | "failed" | "pending";
@@ -80,7 +69,7 @@ export interface StepRecord {
    * delivers recorded outcomes in this order, so concurrent branches interleave as they did live.
    */
   completion?: number | null;
-  /** What the operation was called with, where known (a prompt's or a tool input's hash). */
+  /** What the operation was called with, where known (a hash of its input). */
   fingerprint?: string | null;
 }
 
@@ -260,8 +249,32 @@ export interface OperatorQueryOptions {
   timeoutMs?: number;
 }
 
+/**
+ * What a backend can do beyond the Store interface, declared rather than probed: null where the
+ * backend has no such thing.
+ */
+export interface StoreCapabilities {
+  /**
+   * A database session held for the store's lifetime whose backend pid other executors can see
+   * alive (PostgreSQL's `pg_stat_activity`): an executor's liveness. The pid is null while the
+   * session is lost and being reopened, and a different pid after it was reopened.
+   */
+  sessionLiveness: { sessionPid(): Promise<number | null> } | null;
+  /**
+   * Wake-ups: `listener` is called whenever a transaction commits something that may make a run
+   * claimable, and once if the channel is lost. Not guaranteed: still poll.
+   */
+  wakeNotifications: { onWake(listener: () => void): void } | null;
+}
+
 export interface Store {
   readonly backend: "sqlite" | "postgres";
+  readonly capabilities: StoreCapabilities;
+  /**
+   * Adds a layer's schema, tables, step kinds and hooks (the extension contract, `extension.ts`).
+   * Call before `migrate()`; registering the same extension again does nothing.
+   */
+  register(extension: StoreExtension): void;
   /** Creates or upgrades the schema. Safe to call from many processes at once. */
   migrate(): Promise<void>;
   /** Throws NotACairnDatabaseError unless the schema exists (used by the CLI, which never creates). */

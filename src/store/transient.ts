@@ -1,39 +1,7 @@
-/**
- * Errors that say the database (or the way to it) failed, not the statement: a connection reset,
- * a server shutting down, a locked SQLite file, a full disk. A run that meets one is loaded again
- * later instead of recording a failure its code never caused.
- */
-export function isTransientStoreError(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code !== "string") {
-    // node-postgres reports a socket that closed under a client, and a pool that could not hand
-    // out a connection in time, with a plain Error that has no code.
-    const message = (error as { message?: unknown } | null)?.message;
-    return typeof message === "string" && PG_CONNECTION_MESSAGES.some((pattern) => pattern.test(message));
-  }
-  return (
-    code.startsWith("08") || // PostgreSQL connection exceptions
-    code.startsWith("57P") || // admin shutdown, crash shutdown, cannot connect now
-    code === "53300" || // too many connections
-    code === "ECONNRESET" ||
-    code === "ECONNREFUSED" ||
-    code === "EPIPE" ||
-    code === "ETIMEDOUT" ||
-    code === "EHOSTUNREACH" ||
-    code === "ENETUNREACH" ||
-    code === "SQLITE_BUSY" ||
-    code === "SQLITE_LOCKED" ||
-    code === "SQLITE_FULL" ||
-    code.startsWith("SQLITE_IOERR")
-  );
-}
+import { isTransientStoreError } from "./store-errors.js";
 
-const PG_CONNECTION_MESSAGES = [
-  /^Connection terminated/,
-  /not queryable/,
-  /^timeout exceeded when trying to connect/,
-  /^Client was closed and is not queryable/,
-];
+/** Classified in store-errors.ts, the one place that reads driver errors. */
+export { isTransientStoreError };
 
 /** First wait after a transient failure; doubled each time, up to MAX_BACKOFF_MS. */
 export const FIRST_BACKOFF_MS = 50;

@@ -1,32 +1,30 @@
 import pg from "pg";
 import type { PoolClient, QueryConfig } from "pg";
-import { FencedError, NotACairnDatabaseError, RunNotFoundError } from "../../errors.js";
-import { LATEST_SCHEMA_VERSION, MIGRATIONS, MIGRATIONS_TABLE } from "../migrations.js";
-import { toExecutorRow, toRunRow, toStepRow } from "../rows.js";
+import { NotACairnDatabaseError, RunNotFoundError } from "../../errors.js";
+import { postgresConnection, type Connection } from "../connection.js";
+import { POSTGRES } from "../dialect.js";
+import { checkSchema, migrationScript, type MigrationSql } from "../migration-runner.js";
+import { toRunRow } from "../rows.js";
+import { fenced, SqlStore } from "../sql-store.js";
+import { runAsync, type Request, type Script } from "../script.js";
+import { CLAIM_SET, claimable } from "../statements.js";
 import type {
   ClaimRequest,
-  DeadExecutor,
-  ExecutorRow,
   Fence,
   NewRun,
   OperatorQueryOptions,
   QueryResult,
-  ReceiveRequest,
-  ReceiveResult,
-  RunFilter,
   RunRow,
   SqlClient,
   StepRecord,
-  StepRow,
   Store,
+  StoreCapabilities,
   WriteOp,
 } from "../store.js";
-import { isTransientStoreError } from "../transient.js";
-import type { DeletedRuns, RunDeleteFilter } from "../retention.js";
+import { classifyStoreError, isConstraintError, isRetryableStoreError } from "../store-errors.js";
 import { postgresOperatorQuery } from "./postgres-operator-query.js";
-import { postgresCollectPayloads, postgresDeleteRuns } from "./postgres-retention.js";
 import { PostgresSession } from "./postgres-session.js";
-import { PostgresWrites } from "./postgres-writes.js";
+import { PostgresWrites, WAKE_CHANNEL } from "./postgres-writes.js";
 
 export interface PostgresStoreOptions {
   /** Connections in the pool (default 10). A transactional step holds one for its whole body. */
@@ -59,8 +57,7 @@ const TYPES = {
 /** Key of the advisory lock that makes concurrent `migrate()` calls take turns ("cairn" in ASCII). */
 const MIGRATION_LOCK = 0x636169726e;
 
-/** Deadlocks (40P01) and serialization failures (40001) abort a transaction that may simply run again. */
-const RETRYABLE_SQLSTATES = new Set(["40P01", "40001"]);
+/** Deadlocks and serialization failures abort a transaction that may simply run again, this often. */
 const MAX_ATTEMPTS = 5;
 
 /** How long `close()` waits for the commit in flight and the connections to end. */
@@ -78,10 +75,13 @@ const CLOSE_BOUND_MS = 5_000;
  * Each store also keeps one dedicated session for its lifetime (`PostgresSession`): its backend
  * pid is the executor's liveness, and it LISTENs for wake-ups.
  */
-export class PostgresStore implements Store {
+export class PostgresStore extends SqlStore<PoolClient> implements Store {
   readonly backend = "postgres" as const;
+  /** Both through the store's dedicated session (`PostgresSession`). */
+  readonly capabilities: StoreCapabilities = { sessionLiveness: this, wakeNotifications: this };
   private readonly pool: pg.Pool;
-  private readonly writes = new PostgresWrites();
+  private readonly poolConnection: Connection;
+  private readonly writes = new PostgresWrites(this.layers);
   private queue: PendingCommit[] = [];
   private flushing: Promise<void> | null = null;
   private readonly session: PostgresSession;
@@ -90,6 +90,7 @@ export class PostgresStore implements Store {
     readonly url: string,
     options: PostgresStoreOptions = {},
   ) {
+    super(POSTGRES);
     this.pool = new pg.Pool({
       connectionString: url,
       max: options.poolSize ?? 10,
@@ -104,35 +105,73 @@ export class PostgresStore implements Store {
     // next checkout opens a new one; without a listener the 'error' event would kill the process.
     this.pool.on("error", () => undefined);
     this.session = new PostgresSession(url, TYPES);
+    this.poolConnection = postgresConnection(this.pool);
+  }
+
+  protected reader(): Connection {
+    return this.poolConnection;
+  }
+
+  protected write<T>(fn: (db: Connection) => Promise<T>): Promise<T> {
+    return fn(this.poolConnection);
+  }
+
+  /** A transaction on one pooled connection, run again on a deadlock or serialization failure. */
+  protected writeTransaction<T>(fn: (client: PoolClient) => Promise<T>): Promise<T> {
+    return retrying(() => this.inTransaction(fn));
+  }
+
+  protected connection(client: PoolClient): Connection {
+    return postgresConnection(client);
+  }
+
+  protected transact<T>(script: () => Script<T>): Promise<T> {
+    return retrying(() =>
+      this.inTransaction((client) => {
+        const db = postgresConnection(client);
+        return runAsync(script(), (request) => this.perform(client, db, request));
+      }),
+    );
+  }
+
+  private async perform(client: PoolClient, db: Connection, request: Request): Promise<unknown> {
+    if (request.kind === "all") return db.all(request.statement, request.params);
+    if (request.kind === "run") return db.run(request.statement, request.params);
+    const act = request.act;
+    switch (act.type) {
+      case "fenceHolds":
+        return this.writes.fenceHolds(client, act.fence);
+      case "writeStep":
+        return this.writes.apply(client, { type: "step", step: act.step });
+      case "writeRun":
+        return this.writes.apply(client, { type: "run", run: act.run });
+      case "wakeParent":
+        return this.writes.wakeParent(client, act.runId, act.at);
+      case "notifyWake":
+        return client.query(`NOTIFY ${WAKE_CHANNEL}`);
+      case "lockMigrations":
+        return client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK]);
+    }
+  }
+
+  protected async lockPayloads(client: PoolClient): Promise<void> {
+    await client.query("LOCK TABLE cairn_payloads IN SHARE ROW EXCLUSIVE MODE");
   }
 
   async migrate(): Promise<void> {
-    await this.inTransaction(async (client) => {
-      await client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK]);
-      await client.query(MIGRATIONS_TABLE);
-      const current = await schemaVersion(client);
-      if (current > LATEST_SCHEMA_VERSION) throw newerSchema(current);
-      for (const migration of MIGRATIONS) {
-        if (migration.version <= current) continue;
-        for (const statement of migration.statements) await client.query(statement);
-        await client.query("INSERT INTO cairn_migrations (version, name, applied_at) VALUES ($1, $2, $3)", [
-          migration.version,
-          migration.name,
-          Date.now(),
-        ]);
-      }
-    });
+    await this.transact(() => migrationScript(this.layers, Date.now));
   }
 
   async assertCairnDatabase(): Promise<void> {
-    const table = await this.pool.query<{ present: boolean }>("SELECT to_regclass('cairn_migrations') IS NOT NULL AS present");
-    if (!table.rows[0]?.present) {
-      throw new NotACairnDatabaseError(
-        `${redactedUrl(this.url)} is not a Cairn database (it has no cairn_migrations table) — point --database at the database your application uses`,
-      );
-    }
-    const version = await schemaVersion(this.pool);
-    if (version > LATEST_SCHEMA_VERSION) throw newerSchema(version);
+    await checkSchema(
+      migrationSql(this.pool),
+      this.layers,
+      async (name) => (await this.pool.query<{ present: boolean }>("SELECT to_regclass($1) IS NOT NULL AS present", [name])).rows[0]?.present === true,
+      () =>
+        new NotACairnDatabaseError(
+          `${redactedUrl(this.url)} is not a Cairn database (it has no cairn_migrations table) — point --database at the database your application uses`,
+        ),
+    );
   }
 
   /**
@@ -256,20 +295,11 @@ export class PostgresStore implements Store {
         }
         if (isolated) await client.query("RELEASE SAVEPOINT cairn_commit");
       } catch (error) {
-        if (!isolated || !(isDataError(error) || error instanceof RunNotFoundError)) throw error;
+        if (!isolated || !(isConstraintError(error) || error instanceof RunNotFoundError)) throw error;
         await client.query("ROLLBACK TO SAVEPOINT cairn_commit");
         outcomes[i] = error;
       }
     }
-  }
-
-  async receive(fence: Fence, request: ReceiveRequest): Promise<ReceiveResult> {
-    return retrying(() =>
-      this.inTransaction(async (client) => {
-        if (!(await this.writes.fenceHolds(client, fence))) throw fenced(fence);
-        return this.writes.receive(client, request);
-      }),
-    );
   }
 
   async transaction(fence: Fence, body: (sql: SqlClient) => Promise<StepRecord>): Promise<void> {
@@ -280,42 +310,6 @@ export class PostgresStore implements Store {
     });
   }
 
-  async getRun(id: string): Promise<RunRow | undefined> {
-    const result = await this.pool.query<Raw>({ name: "cairn_get_run", text: `${RUN_SELECT} WHERE r.id = $1`, values: [id] });
-    const raw = result.rows[0];
-    return raw === undefined ? undefined : toRunRow(raw);
-  }
-
-  async listRuns(filter: RunFilter): Promise<RunRow[]> {
-    const result = await this.pool.query<Raw>({
-      name: "cairn_list_runs",
-      text: `${RUN_SELECT} WHERE ($1::text IS NULL OR r.status = $1) AND ($2::text IS NULL OR r.workflow = $2)
-             AND ($3::text IS NULL OR r.parent_id = $3) ORDER BY r.created_at DESC, r.id LIMIT $4`,
-      values: [filter.status ?? null, filter.workflow ?? null, filter.parentId ?? null, filter.limit ?? 100],
-    });
-    return result.rows.map(toRunRow);
-  }
-
-  async loadJournal(runId: string): Promise<StepRow[]> {
-    const result = await this.pool.query<Raw>({
-      name: "cairn_journal",
-      text: `SELECT s.*, COALESCE(s.output, p.body) AS output_text FROM cairn_steps s
-             LEFT JOIN cairn_payloads p ON p.hash = s.output_hash WHERE s.run_id = $1 ORDER BY s.seq`,
-      values: [runId],
-    });
-    return result.rows.map(toStepRow);
-  }
-
-  async getEvent(runId: string, key: string): Promise<string | undefined> {
-    const result = await this.pool.query<{ v: string }>({
-      name: "cairn_get_event",
-      text: `SELECT COALESCE(e.value, p.body) AS v FROM cairn_events e LEFT JOIN cairn_payloads p ON p.hash = e.value_hash
-             WHERE e.run_id = $1 AND e.key = $2`,
-      values: [runId, key],
-    });
-    return result.rows[0]?.v;
-  }
-
   /** `SKIP LOCKED`: executors claiming at the same moment take different runs instead of queueing. */
   async claimRuns(request: ClaimRequest): Promise<RunRow[] | null> {
     // `me` renews the claimant's row and locks it: a peer removing it waits for this claim, or (if it
@@ -323,26 +317,12 @@ export class PostgresStore implements Store {
     // its heartbeat is still the one it was judged dead by. No row at all: null.
     const result = await retrying(() =>
       this.pool.query<Raw>({
-        name: "cairn_claim_fenced",
+        name: "cairn_claim",
         text: `WITH me AS (
                  UPDATE cairn_executors SET heartbeat_at = GREATEST(heartbeat_at, $3) WHERE id = $1 RETURNING id
                ), c AS (
-                 UPDATE cairn_runs SET
-                   recoveries = recoveries + (CASE WHEN status = 'running' THEN 1 ELSE 0 END),
-                   status = 'running', executor_id = $1, wake_at = NULL, updated_at = $3
-                 WHERE EXISTS (SELECT 1 FROM me) AND id IN (
-                   SELECT id FROM cairn_runs
-                   WHERE ($2::text IS NULL OR app_version = $2) AND workflow = ANY($6::text[]) AND (
-                     status = 'enqueued'
-                     OR (status = 'waiting' AND wake_at IS NOT NULL AND wake_at <= $3)
-                     OR (status = 'running' AND (executor_id IS NULL
-                         OR executor_id IN (
-                           SELECT e.id FROM cairn_executors e
-                           JOIN unnest($4::text[], $7::bigint[]) AS d(id, heartbeat_at)
-                             ON e.id = d.id AND e.heartbeat_at = d.heartbeat_at)
-                         OR executor_id NOT IN (SELECT id FROM cairn_executors))))
-                   ORDER BY created_at LIMIT $5
-                   FOR UPDATE SKIP LOCKED)
+                 UPDATE cairn_runs SET ${CLAIM_SET}
+                 WHERE EXISTS (SELECT 1 FROM me) AND id IN (${claimable(POSTGRES)})
                  RETURNING *)
                SELECT me.id AS claimant, c.*, COALESCE(c.input, pi.body) AS input_text, COALESCE(c.output, po.body) AS output_text
                FROM me
@@ -354,10 +334,9 @@ export class PostgresStore implements Store {
           request.executorId,
           request.appVersion,
           request.now,
-          request.deadExecutors.map((e) => e.id),
+          POSTGRES.deadExecutors(request.deadExecutors),
           request.limit,
-          request.workflows,
-          request.deadExecutors.map((e) => e.heartbeatAt),
+          POSTGRES.list(request.workflows),
         ],
       }),
     );
@@ -365,107 +344,21 @@ export class PostgresStore implements Store {
     return result.rows.filter((r) => r.id !== null && r.id !== undefined).map(toRunRow);
   }
 
-  async nextWakeAt(appVersion: string | null): Promise<number | null> {
-    const result = await this.pool.query<{ w: number | null }>({
-      name: "cairn_next_wake",
-      text: `SELECT MIN(wake_at) AS w FROM cairn_runs WHERE status = 'waiting' AND wake_at IS NOT NULL
-             AND ($1::text IS NULL OR app_version = $1)`,
-      values: [appVersion],
-    });
-    return result.rows[0]?.w ?? null;
-  }
-
-  async lostRuns(executorId: string, runIds: string[]): Promise<string[]> {
-    if (runIds.length === 0) return [];
-    const result = await this.pool.query<{ id: string }>({
-      name: "cairn_lost_runs",
-      text: `SELECT id FROM cairn_runs WHERE id = ANY($1::text[])
-             AND NOT (status = 'running' AND executor_id IS NOT DISTINCT FROM $2::text)`,
-      values: [runIds, executorId],
-    });
-    return result.rows.map((r) => r.id);
-  }
-
-  async cancelRun(runId: string, error: string, at: number): Promise<string[]> {
-    return retrying(() => this.inTransaction((client) => this.writes.cancel(client, runId, error, at)));
-  }
-
-  async resumeRun(runId: string, at: number): Promise<boolean> {
-    return retrying(() => this.inTransaction((client) => this.writes.resume(client, runId, at)));
-  }
-
-  async forkRun(runId: string, fromSeq: number, fork: NewRun): Promise<void> {
-    await retrying(() => this.inTransaction((client) => this.writes.fork(client, runId, fromSeq, fork)));
-  }
-
-  async registerExecutor(executor: ExecutorRow): Promise<void> {
-    await this.pool.query(
-      `INSERT INTO cairn_executors (id, hostname, pid, pid_namespace, backend_pid, app_version, started_at, heartbeat_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-       ON CONFLICT (id) DO UPDATE SET backend_pid = excluded.backend_pid, heartbeat_at = excluded.heartbeat_at`,
-      [
-        executor.id,
-        executor.hostname,
-        executor.pid,
-        executor.pidNamespace,
-        executor.backendPid,
-        executor.appVersion,
-        executor.startedAt,
-        executor.heartbeatAt,
-      ],
-    );
-  }
-
-  async heartbeat(executorId: string, at: number): Promise<boolean> {
-    const result = await this.pool.query({
-      name: "cairn_heartbeat",
-      text: "UPDATE cairn_executors SET heartbeat_at = $1 WHERE id = $2",
-      values: [at, executorId],
-    });
-    return (result.rowCount ?? 0) > 0;
-  }
-
-  async listExecutors(): Promise<ExecutorRow[]> {
-    const result = await this.pool.query<Raw>("SELECT * FROM cairn_executors ORDER BY started_at");
-    return result.rows.map(toExecutorRow);
-  }
-
   async liveBackendPids(): Promise<Set<number> | null> {
     const result = await this.pool.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE pid IS NOT NULL");
     return new Set(result.rows.map((r) => r.pid));
   }
 
-  async transferRuns(fromId: string, toId: string, at: number): Promise<string[]> {
-    const result = await this.pool.query<{ id: string }>(
-      "UPDATE cairn_runs SET executor_id = $1, updated_at = $2 WHERE executor_id = $3 AND status = 'running' RETURNING id",
-      [toId, at, fromId],
-    );
-    return result.rows.map((r) => r.id);
-  }
-
-  async removeExecutors(ids: string[]): Promise<void> {
-    if (ids.length === 0) return;
-    await this.pool.query("DELETE FROM cairn_executors WHERE id = ANY($1::text[])", [ids]);
-  }
-
-  async removeDeadExecutors(dead: DeadExecutor[]): Promise<void> {
-    if (dead.length === 0) return;
-    await this.pool.query(
-      `DELETE FROM cairn_executors e USING unnest($1::text[], $2::bigint[]) AS d(id, heartbeat_at)
-       WHERE e.id = d.id AND e.heartbeat_at = d.heartbeat_at`,
-      [dead.map((e) => e.id), dead.map((e) => e.heartbeatAt)],
-    );
+  /** The layers' parameterised reads: one statement on a pooled connection, `$n` placeholders. */
+  async select<Row = Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<Row[]> {
+    const result = await this.pool.query({ text: sql, values: params });
+    return result.rows as Row[];
   }
 
   /**
    * Runs inside a READ ONLY transaction that is rolled back, over the extended protocol (which
    * takes exactly one statement, so `SELECT 1; COMMIT; DELETE ...` cannot slip past it).
    */
-  async select<Row = Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<Row[]> {
-    const result = await this.pool.query({ text: sql, values: params });
-    return result.rows as Row[];
-  }
-
   async query(sql: string, params: unknown[] = []): Promise<QueryResult> {
     const client = await this.pool.connect();
     try {
@@ -524,7 +417,8 @@ export class PostgresStore implements Store {
       // A statement's own error (constraint, data) leaves the connection usable. Anything else —
       // no SQLSTATE, or a connection/shutdown SQLSTATE such as 57P01 from pg_terminate_backend —
       // means the session is gone or going: destroy it; the next flush checks out a new one.
-      const statementError = typeof (error as { code?: unknown }).code === "string" && !isTransientStoreError(error);
+      const kind = classifyStoreError(error);
+      const statementError = kind.code !== undefined && !kind.transient;
       if (!statementError && this.writer === writer) this.dropWriter(error instanceof Error ? error : new Error(String(error)));
       throw error;
     }
@@ -544,13 +438,6 @@ export class PostgresStore implements Store {
     return postgresOperatorQuery(this.pool, this.url, TYPES, sql, options);
   }
 
-  deleteRuns(filter: RunDeleteFilter): Promise<DeletedRuns> {
-    return postgresDeleteRuns(this.pool, filter);
-  }
-
-  collectPayloads(): Promise<number> {
-    return postgresCollectPayloads(this.pool);
-  }
 
   private async inTransaction<T>(fn: (client: PoolClient) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
@@ -571,11 +458,6 @@ export class PostgresStore implements Store {
     }
   }
 }
-
-const RUN_SELECT = `SELECT r.*, COALESCE(r.input, pi.body) AS input_text, COALESCE(r.output, po.body) AS output_text
-  FROM cairn_runs r
-  LEFT JOIN cairn_payloads pi ON pi.hash = r.input_hash
-  LEFT JOIN cairn_payloads po ON po.hash = r.output_hash`;
 
 /** The fast path applies when every commit is fenced, writes only steps, and no step repeats. */
 /** A batch that is one unfenced commit of one new run (a top-level start). */
@@ -646,14 +528,17 @@ async function retrying<T>(fn: () => Promise<T>): Promise<T> {
     try {
       return await fn();
     } catch (error) {
-      if (attempt >= MAX_ATTEMPTS || !RETRYABLE_SQLSTATES.has(sqlState(error) ?? "")) throw error;
+      if (attempt >= MAX_ATTEMPTS || !isRetryableStoreError(error)) throw error;
     }
   }
 }
 
-async function schemaVersion(db: pg.Pool | PoolClient): Promise<number> {
-  const result = await db.query<{ v: number | null }>("SELECT MAX(version) AS v FROM cairn_migrations");
-  return result.rows[0]?.v ?? 0;
+function migrationSql(db: pg.Pool | PoolClient): MigrationSql {
+  return {
+    async all<Row>(text: string, params: unknown[] = []): Promise<Row[]> {
+      return (await db.query(text, params)).rows as Row[];
+    },
+  };
 }
 
 function sqlState(error: unknown): string | undefined {
@@ -671,18 +556,3 @@ function redactedUrl(url: string): string {
   }
 }
 
-function fenced(fence: Fence): FencedError {
-  return new FencedError(`executor ${fence.executorId} no longer owns run ${fence.runId}`, { runId: fence.runId });
-}
-
-function newerSchema(version: number): NotACairnDatabaseError {
-  return new NotACairnDatabaseError(
-    `the database has Cairn schema version ${version}, newer than this Cairn knows (${LATEST_SCHEMA_VERSION}) — upgrade Cairn`,
-  );
-}
-
-/** SQLSTATE classes 22 (data exception) and 23 (integrity constraint violation): this commit's own fault. */
-function isDataError(error: unknown): boolean {
-  const code = (error as { code?: unknown }).code;
-  return typeof code === "string" && (code.startsWith("22") || code.startsWith("23"));
-}

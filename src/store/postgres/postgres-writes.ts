@@ -1,10 +1,8 @@
-import { CANCEL_APPROVALS, FORK_MODEL_CALLS, FORK_TOOL_CALLS, REOPEN_APPROVALS } from "../agent-rows.js";
+import type { LayerRegistry } from "../extension.js";
 import { buildRowOp } from "../row-ops.js";
-import { FORK_EVENTS, forkIdTaken } from "../fork.js";
-import { RunNotFoundError } from "../../errors.js";
 import type { ClientBase, Pool } from "pg";
 import { splitStored } from "../rows.js";
-import type { Fence, NewRun, ReceiveRequest, ReceiveResult, StepRecord, StoredValue, WaitCondition, WriteOp } from "../store.js";
+import type { Fence, NewRun, StepRecord, StoredValue, WaitCondition, WriteOp } from "../store.js";
 
 /** A connection to run one statement on: a pooled client, inside a transaction or not. */
 type Db = ClientBase;
@@ -31,6 +29,8 @@ export const WAKE_CHANNEL = "cairn_wake";
  */
 export class PostgresWrites {
   private messagePosition = 0;
+
+  constructor(private readonly layers: LayerRegistry) {}
 
   /** Locks the run's row and says whether the fence holds (the run is `running` under it). */
   async fenceHolds(db: Db, fence: Fence): Promise<boolean> {
@@ -307,7 +307,7 @@ export class PostgresWrites {
       case "insert":
       case "update":
       case "delete": {
-        const built = buildRowOp(op);
+        const built = buildRowOp(op, this.layers.writableTables());
         await db.query({ text: built.text, values: built.values });
         return;
       }
@@ -336,113 +336,17 @@ export class PostgresWrites {
     });
   }
 
-  async receive(db: Db, request: ReceiveRequest): Promise<ReceiveResult> {
-    const { runId, seq, name, topic, now, deadline } = request;
-    const found = await db.query<{ id: string; body: string }>({
-      name: "cairn_inbox",
-      text: `SELECT m.id, COALESCE(m.body, p.body) AS body FROM cairn_messages m
-             LEFT JOIN cairn_payloads p ON p.hash = m.body_hash
-             WHERE m.run_id = $1 AND m.topic = $2 AND m.consumed_at IS NULL ORDER BY m.position, m.id LIMIT 1`,
-      values: [runId, topic],
-    });
-    const message = found.rows[0];
-    const base = { runId, seq, name, kind: "recv" as const, error: null, startedAt: now, attempts: 1, path: request.path ?? null };
-    const completion = request.completion ?? null;
-    if (message !== undefined) {
-      await db.query({
-        name: "cairn_consume",
-        text: "UPDATE cairn_messages SET consumed_by = $1, consumed_at = $2 WHERE id = $3",
-        values: [`${runId}:${seq}`, now, message.id],
-      });
-      await this.step(db, { ...base, status: "succeeded", output: { text: message.body, hash: null }, finishedAt: now, completion });
-      return { status: "received", text: message.body };
-    }
-    if (deadline !== null && now >= deadline) {
-      await this.step(db, { ...base, status: "succeeded", output: { text: '{"$c":"undefined"}', hash: null }, finishedAt: now, completion });
-      return { status: "timed-out" };
-    }
-    // The pending row remembers the deadline across unloads and crashes.
-    await this.step(db, { ...base, status: "pending", output: { text: JSON.stringify(deadline), hash: null }, finishedAt: null });
-    return { status: "waiting", deadline };
-  }
-
-  async cancel(db: Db, runId: string, error: string, at: number): Promise<string[]> {
-    const result = await db.query<{ id: string }>({
-      name: "cairn_cancel",
-      text: `WITH RECURSIVE tree(id) AS (
-               SELECT id FROM cairn_runs WHERE id = $1
-               UNION ALL SELECT r.id FROM cairn_runs r JOIN tree t ON r.parent_id = t.id)
-             UPDATE cairn_runs SET status = 'cancelled', error = $2, executor_id = NULL, wake_at = NULL,
-               finished_at = $3, updated_at = $3
-             WHERE id IN (SELECT id FROM tree) AND status NOT IN ('succeeded', 'failed', 'cancelled')
-             RETURNING id`,
-      values: [runId, error, at],
-    });
-    if (result.rows.length > 0) {
-      await db.query({ name: "cairn_cancel_approvals", text: CANCEL_APPROVALS, values: [runId] });
-      // Executors running the cancelled runs hear of it at once, and a waiting parent wakes.
-      await db.query({
-        name: "cairn_wake_parent",
-        text: `WITH w AS (${wakeRun("(SELECT parent_id FROM cairn_runs WHERE id = $2)", "$1")})
-               SELECT pg_notify('${WAKE_CHANNEL}', '')`,
-        values: [at, runId],
-      });
-    }
-    return result.rows.map((r) => r.id);
-  }
-
-  async resume(db: Db, runId: string, at: number): Promise<boolean> {
-    const changed = await db.query({
-      name: "cairn_resume",
-      text: `UPDATE cairn_runs SET status = 'enqueued', error = NULL, output = NULL, output_hash = NULL, finished_at = NULL, deadline_at = NULL,
-               executor_id = NULL, wake_at = NULL, recovery_base = recoveries, updated_at = $1 WHERE id = $2 AND status IN ('failed', 'cancelled')`,
+  /**
+   * Wakes `runId`'s parent if it is waiting, and tells the listening executors (those running
+   * cancelled runs hear of it at once).
+   */
+  async wakeParent(db: Db, runId: string, at: number): Promise<void> {
+    await db.query({
+      name: "cairn_wake_parent",
+      text: `WITH w AS (${wakeRun("(SELECT parent_id FROM cairn_runs WHERE id = $2)", "$1")})
+             SELECT pg_notify('${WAKE_CHANNEL}', '')`,
       values: [at, runId],
     });
-    if ((changed.rowCount ?? 0) === 0) return false;
-    // The failed steps that ended the run are dropped so they run again: those after the last
-    // success by seq or by time (a Promise.all whose failing step finished after its siblings).
-    // Failures the workflow caught and moved past (a later step succeeded) stay in its history.
-    await db.query({
-      name: "cairn_resume_steps",
-      text: `DELETE FROM cairn_steps WHERE run_id = $1 AND status = 'failed'
-             AND (seq > COALESCE((SELECT MAX(seq) FROM cairn_steps WHERE run_id = $1 AND status = 'succeeded'), -1)
-               OR finished_at >= COALESCE((SELECT MAX(finished_at) FROM cairn_steps WHERE run_id = $1 AND status = 'succeeded'), -1))`,
-      values: [runId],
-    });
-    // Descendants cancelled along with it come back too.
-    await db.query({
-      name: "cairn_resume_tree",
-      text: `WITH RECURSIVE tree(id) AS (
-               SELECT id FROM cairn_runs WHERE parent_id = $1
-               UNION ALL SELECT r.id FROM cairn_runs r JOIN tree t ON r.parent_id = t.id)
-             UPDATE cairn_runs SET status = 'enqueued', error = NULL, finished_at = NULL, updated_at = $2
-             WHERE id IN (SELECT id FROM tree) AND status = 'cancelled'`,
-      values: [runId, at],
-    });
-    await db.query({ name: "cairn_reopen_approvals", text: REOPEN_APPROVALS, values: [runId] });
-    await db.query(`NOTIFY ${WAKE_CHANNEL}`);
-    return true;
-  }
-
-  async fork(db: Db, runId: string, fromSeq: number, fork: NewRun): Promise<void> {
-    const taken = await db.query("SELECT 1 FROM cairn_runs WHERE id = $1 FOR UPDATE", [fork.id]);
-    if ((taken.rowCount ?? 0) > 0) throw forkIdTaken(fork.id);
-    // Retention locks a run FOR UPDATE before deleting it: a fork and that deletion take turns.
-    const origin = await db.query("SELECT 1 FROM cairn_runs WHERE id = $1 FOR SHARE", [runId]);
-    if ((origin.rowCount ?? 0) === 0) throw new RunNotFoundError(runId);
-    await this.run(db, fork);
-    await db.query({
-      name: "cairn_fork_steps",
-      text: `INSERT INTO cairn_steps (run_id, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts,
-               path, completion, fingerprint)
-             SELECT $1, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts,
-               path, completion, fingerprint
-             FROM cairn_steps WHERE run_id = $2 AND seq < $3 AND status <> 'pending'`,
-      values: [fork.id, runId, fromSeq],
-    });
-    await db.query({ name: "cairn_fork_model_calls", text: FORK_MODEL_CALLS, values: [fork.id, runId, fromSeq] });
-    await db.query({ name: "cairn_fork_tool_calls", text: FORK_TOOL_CALLS, values: [fork.id, runId, fromSeq] });
-    await db.query({ name: "cairn_fork_events", text: FORK_EVENTS, values: [fork.id, runId, fromSeq] });
   }
 
   private async step(db: Db, step: StepRecord): Promise<void> {

@@ -1,16 +1,17 @@
 import type Database from "better-sqlite3";
 import { RunNotFoundError } from "../../errors.js";
-import { FORK_EVENTS, forkIdTaken } from "../fork.js";
-import { CANCEL_APPROVALS, FORK_MODEL_CALLS, FORK_TOOL_CALLS, REOPEN_APPROVALS } from "../agent-rows.js";
+import type { SqliteStatements } from "../connection.js";
+import type { LayerRegistry } from "../extension.js";
 import { buildRowOp } from "../row-ops.js";
-import { numbered, positionalPlaceholders, splitStored } from "../rows.js";
-import type { Fence, NewRun, ReceiveRequest, ReceiveResult, StepRecord, StoredValue, WaitCondition, WriteOp } from "../store.js";
+import { numbered, splitStored } from "../rows.js";
+import type { Fence, NewRun, StepRecord, StoredValue, WaitCondition, WriteOp } from "../store.js";
 
 type Statement = Database.Statement;
 
 /**
- * The SQLite writes, as prepared statements. Every method runs inside a transaction its caller
- * opened (the store's group commit, or a receive/cancel/resume/fork transaction).
+ * The SQLite writes of the group commit, as prepared statements called with positional arguments
+ * (the hot path: no placeholder rewriting, no parameter reordering). Every method runs inside a
+ * transaction its caller opened (the store's group commit, or one of `SqlStore`'s transactions).
  */
 export class SqliteWrites {
   private s!: Record<
@@ -26,14 +27,17 @@ export class SqliteWrites {
     | "wakeParent"
     | "suspend"
     | "inbox"
-    | "consume"
     | "childFinished"
     | "completion",
     Statement
   >;
   private messagePosition = 0;
 
-  constructor(private readonly db: Database.Database) {}
+  constructor(
+    private readonly db: Database.Database,
+    private readonly statements: SqliteStatements,
+    private readonly layers: LayerRegistry,
+  ) {}
 
   /** Prepared after migration, once the tables exist. */
   prepare(): void {
@@ -85,7 +89,6 @@ export class SqliteWrites {
          LEFT JOIN cairn_payloads p ON p.hash = m.body_hash
          WHERE m.run_id = ? AND m.topic = ? AND m.consumed_at IS NULL ORDER BY m.position, m.id LIMIT 1`,
       ),
-      consume: db.prepare("UPDATE cairn_messages SET consumed_by = ?, consumed_at = ? WHERE id = ?"),
       completion: db.prepare("UPDATE cairn_steps SET completion = ? WHERE run_id = ? AND seq = ?"),
       childFinished: db.prepare(
         `SELECT 1 FROM cairn_runs WHERE id IN (SELECT value FROM json_each(?))
@@ -122,7 +125,7 @@ export class SqliteWrites {
       case "finish": {
         const [output, hash] = this.stored(op.output, op.at);
         this.s.finish.run(op.status, output, hash, op.error, op.at, op.at, op.runId);
-        this.s.wakeParent.run(numbered(op.at, op.runId));
+        this.wakeParent(op.runId, op.at);
         return;
       }
       case "suspend":
@@ -134,24 +137,11 @@ export class SqliteWrites {
       case "insert":
       case "update":
       case "delete": {
-        const built = buildRowOp(op);
-        const positional = positionalPlaceholders(built.text, built.values);
-        this.cached(positional.text).run(...positional.params);
+        const built = buildRowOp(op, this.layers.writableTables());
+        this.statements.run(built.text, built.values);
         return;
       }
     }
-  }
-
-  private readonly statements = new Map<string, Statement>();
-
-  /** Row operations' statements, prepared once per distinct SQL text. */
-  private cached(text: string): Statement {
-    let statement = this.statements.get(text);
-    if (statement === undefined) {
-      statement = this.db.prepare(text);
-      this.statements.set(text, statement);
-    }
-    return statement;
   }
 
   /** The time to wake a run that unloads: now if what it waits for already happened. */
@@ -165,100 +155,12 @@ export class SqliteWrites {
     return wait.wakeAt;
   }
 
-  receive(request: ReceiveRequest): ReceiveResult {
-    const { runId, seq, name, topic, now, deadline } = request;
-    const message = this.s.inbox.get(runId, topic) as { id: string; body: string } | undefined;
-    const base = { runId, seq, name, kind: "recv" as const, error: null, startedAt: now, attempts: 1, path: request.path ?? null };
-    const completion = request.completion ?? null;
-    if (message !== undefined) {
-      this.s.consume.run(`${runId}:${seq}`, now, message.id);
-      this.step({ ...base, status: "succeeded", output: { text: message.body, hash: null }, finishedAt: now, completion });
-      return { status: "received", text: message.body };
-    }
-    if (deadline !== null && now >= deadline) {
-      this.step({ ...base, status: "succeeded", output: { text: '{"$c":"undefined"}', hash: null }, finishedAt: now, completion });
-      return { status: "timed-out" };
-    }
-    // The pending row remembers the deadline across unloads and crashes.
-    this.step({ ...base, status: "pending", output: { text: JSON.stringify(deadline), hash: null }, finishedAt: null });
-    return { status: "waiting", deadline };
+  /** Wakes `runId`'s parent if it is waiting. */
+  wakeParent(runId: string, at: number): void {
+    this.s.wakeParent.run(numbered(at, runId));
   }
 
-  cancel(runId: string, error: string, at: number): string[] {
-    const rows = this.db
-      .prepare(
-        `WITH RECURSIVE tree(id) AS (
-           SELECT id FROM cairn_runs WHERE id = ?1
-           UNION ALL SELECT r.id FROM cairn_runs r JOIN tree t ON r.parent_id = t.id)
-         UPDATE cairn_runs SET status = 'cancelled', error = ?2, executor_id = NULL, wake_at = NULL,
-           finished_at = ?3, updated_at = ?3
-         WHERE id IN (SELECT id FROM tree) AND status NOT IN ('succeeded', 'failed', 'cancelled')
-         RETURNING id`,
-      )
-      .all(numbered(runId, error, at)) as { id: string }[];
-    if (rows.length > 0) {
-      this.shared(CANCEL_APPROVALS, [runId]);
-      this.s.wakeParent.run(numbered(at, runId));
-    }
-    return rows.map((r) => r.id);
-  }
-
-  resume(runId: string, at: number): boolean {
-    const changed = this.db
-      .prepare(
-        `UPDATE cairn_runs SET status = 'enqueued', error = NULL, output = NULL, output_hash = NULL, finished_at = NULL, deadline_at = NULL,
-           executor_id = NULL, wake_at = NULL, recovery_base = recoveries, updated_at = ? WHERE id = ? AND status IN ('failed', 'cancelled')`,
-      )
-      .run(at, runId).changes;
-    if (changed === 0) return false;
-    // The failed steps that ended the run are dropped so they run again: those after the last
-    // success by seq or by time (a Promise.all whose failing step finished after its siblings).
-    // Failures the workflow caught and moved past (a later step succeeded) stay in its history.
-    this.db
-      .prepare(
-        `DELETE FROM cairn_steps WHERE run_id = ?1 AND status = 'failed'
-         AND (seq > COALESCE((SELECT MAX(seq) FROM cairn_steps WHERE run_id = ?1 AND status = 'succeeded'), -1)
-           OR finished_at >= COALESCE((SELECT MAX(finished_at) FROM cairn_steps WHERE run_id = ?1 AND status = 'succeeded'), -1))`,
-      )
-      .run(numbered(runId));
-    // Descendants cancelled along with it come back too.
-    this.db
-      .prepare(
-        `WITH RECURSIVE tree(id) AS (
-           SELECT id FROM cairn_runs WHERE parent_id = ?1
-           UNION ALL SELECT r.id FROM cairn_runs r JOIN tree t ON r.parent_id = t.id)
-         UPDATE cairn_runs SET status = 'enqueued', error = NULL, finished_at = NULL, updated_at = ?2
-         WHERE id IN (SELECT id FROM tree) AND status = 'cancelled'`,
-      )
-      .run(numbered(runId, at));
-    this.shared(REOPEN_APPROVALS, [runId]);
-    return true;
-  }
-
-  fork(runId: string, fromSeq: number, fork: NewRun): void {
-    if (this.db.prepare("SELECT 1 FROM cairn_runs WHERE id = ?").get(fork.id) !== undefined) throw forkIdTaken(fork.id);
-    if (this.db.prepare("SELECT 1 FROM cairn_runs WHERE id = ?").get(runId) === undefined) throw new RunNotFoundError(runId);
-    this.run(fork);
-    this.db
-      .prepare(
-        `INSERT INTO cairn_steps (run_id, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts,
-           path, completion, fingerprint)
-         SELECT ?, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts, path, completion, fingerprint
-         FROM cairn_steps WHERE run_id = ? AND seq < ? AND status <> 'pending'`,
-      )
-      .run(fork.id, runId, fromSeq);
-    this.shared(FORK_MODEL_CALLS, [fork.id, runId, fromSeq]);
-    this.shared(FORK_TOOL_CALLS, [fork.id, runId, fromSeq]);
-    this.shared(FORK_EVENTS, [fork.id, runId, fromSeq]);
-  }
-
-  /** Runs a statement written for both backends (`$n` placeholders). */
-  private shared(text: string, params: unknown[]): void {
-    const q = positionalPlaceholders(text, params);
-    this.cached(q.text).run(...q.params);
-  }
-
-  private step(step: StepRecord): void {
+  step(step: StepRecord): void {
     const [output, hash] = this.stored(step.output, step.startedAt);
     this.s.step.run(
       step.runId,
@@ -278,7 +180,7 @@ export class SqliteWrites {
     );
   }
 
-  private run(run: NewRun): void {
+  run(run: NewRun): void {
     const [input, hash] = this.stored(run.input, run.createdAt);
     this.s.run.run(
       run.id,

@@ -1,6 +1,10 @@
+import type { SqlDialect } from "../../store/dialect.js";
+
 /**
- * What run-level operations (cancel, resume, fork) do to the agent tables, as SQL shared by both
- * backends (`$n` placeholders; the SQLite store rewrites them). Parameters are listed per statement.
+ * What run-level operations (cancel, resume, fork, delete) do to the agent tables, as SQL shared by
+ * both backends (`$n` placeholders; the SQLite store rewrites them). The store runs them, through
+ * the extension contract, in the same transaction as its own statements for the operation.
+ * Parameters are listed per statement.
  */
 
 const TREE = `WITH RECURSIVE tree(id) AS (
@@ -26,3 +30,16 @@ export const FORK_TOOL_CALLS = `INSERT INTO cairn_tool_calls (run_id, seq, tool_
     status, permission, decided_by, child_run_id, created_at)
   SELECT $1, seq, tool_call_id, tool_name, model_seq, input, output_excerpt, status, permission, decided_by, child_run_id, created_at
   FROM cairn_tool_calls WHERE run_id = $2 AND seq < $3`;
+
+/**
+ * The payload hashes inside each model call's `prompt_messages` (a JSON array, or
+ * `{"after": seq, "add": [...]}`), as `run_id, h`: retention keeps a prompt's payloads while a model
+ * call names them.
+ */
+export function promptHashes(dialect: SqlDialect): string {
+  return dialect.name === "sqlite"
+    ? `SELECT m.run_id AS run_id, j.value AS h FROM cairn_model_calls m,
+    json_each(m.prompt_messages, CASE WHEN json_type(m.prompt_messages) = 'array' THEN '$' ELSE '$.add' END) j`
+    : `SELECT m.run_id AS run_id, jsonb_array_elements_text(CASE WHEN jsonb_typeof(m.prompt_messages::jsonb) = 'array'
+    THEN m.prompt_messages::jsonb ELSE m.prompt_messages::jsonb -> 'add' END) AS h FROM cairn_model_calls m`;
+}

@@ -1,0 +1,61 @@
+/**
+ * What differs in the SQL the two backends speak (after kysely's dialect/adapter split).
+ * Statements and algorithms are written once, in `$n` placeholder style, against this object; a
+ * backend supplies its dialect and keeps only what truly differs in how it talks to its database
+ * (connections, group commit, transactions, notifications, session liveness).
+ */
+export interface SqlDialect {
+  readonly name: "sqlite" | "postgres";
+  /** A parameter that may be null, typed where the database must know its type (`$1::text`). */
+  text(param: string): string;
+  bigint(param: string): string;
+  /** `column` is one of the strings of a list parameter (bound with {@link SqlDialect.list}). */
+  inList(column: string, param: string): string;
+  /** A list of strings as one parameter. */
+  list(values: readonly string[]): unknown;
+  /**
+   * The executors judged dead, as a table expression with columns `id` and `heartbeat_at`, from a
+   * parameter bound with {@link SqlDialect.deadExecutors}.
+   */
+  deadExecutorTable(param: string): string;
+  deadExecutors(dead: readonly { id: string; heartbeatAt: number }[]): unknown;
+  /** `a IS NOT DISTINCT FROM b`: equal, or both null. */
+  same(a: string, b: string): string;
+  /** The larger of two values. */
+  greatest(a: string, b: string): string;
+  /** Row locks where the database has them (PostgreSQL); nothing on SQLite, whose writer is alone. */
+  forUpdate: string;
+  forUpdateSkipLocked: string;
+  forShare: string;
+}
+
+export const SQLITE: SqlDialect = {
+  name: "sqlite",
+  text: (param) => param,
+  bigint: (param) => param,
+  inList: (column, param) => `${column} IN (SELECT value FROM json_each(${param}))`,
+  list: (values) => JSON.stringify(values),
+  deadExecutorTable: (param) =>
+    `(SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.heartbeatAt') AS heartbeat_at FROM json_each(${param}))`,
+  deadExecutors: (dead) => JSON.stringify(dead.map((e) => ({ id: e.id, heartbeatAt: e.heartbeatAt }))),
+  same: (a, b) => `${a} IS ${b}`,
+  greatest: (a, b) => `max(${a}, ${b})`,
+  forUpdate: "",
+  forUpdateSkipLocked: "",
+  forShare: "",
+};
+
+export const POSTGRES: SqlDialect = {
+  name: "postgres",
+  text: (param) => `${param}::text`,
+  bigint: (param) => `${param}::bigint`,
+  inList: (column, param) => `${column} = ANY(${param}::text[])`,
+  list: (values) => values,
+  deadExecutorTable: (param) => `(SELECT id, "heartbeatAt" AS heartbeat_at FROM json_to_recordset(${param}::json) AS d(id text, "heartbeatAt" bigint))`,
+  deadExecutors: (dead) => JSON.stringify(dead.map((e) => ({ id: e.id, heartbeatAt: e.heartbeatAt }))),
+  same: (a, b) => `${a} IS NOT DISTINCT FROM ${b}`,
+  greatest: (a, b) => `GREATEST(${a}, ${b})`,
+  forUpdate: "FOR UPDATE",
+  forUpdateSkipLocked: "FOR UPDATE SKIP LOCKED",
+  forShare: "FOR SHARE",
+};

@@ -1,0 +1,297 @@
+import { FencedError, RunNotFoundError } from "../errors.js";
+import type { Connection } from "./connection.js";
+import type { SqlDialect } from "./dialect.js";
+import { LayerRegistry, type HookName, type StoreExtension } from "./extension.js";
+import { FORK_EVENTS, forkIdTaken } from "./fork.js";
+import {
+  collectHashes,
+  deletableTrees,
+  deleteRunRows,
+  matchingRuns,
+  payloadPage,
+  validateDeleteFilter,
+  type DeletedRuns,
+  type LayerDeletion,
+  type RetentionSql,
+  type RunDeleteFilter,
+} from "./retention.js";
+import { toExecutorRow, toRunRow, toStepRow } from "./rows.js";
+import { act, all, run, type Script } from "./script.js";
+import { statements, type Statements } from "./statements.js";
+import type {
+  DeadExecutor,
+  ExecutorRow,
+  Fence,
+  NewRun,
+  ReceiveRequest,
+  ReceiveResult,
+  RunFilter,
+  RunRow,
+  RunStatus,
+  StepRecord,
+  StepRow,
+} from "./store.js";
+
+type Raw = Record<string, unknown>;
+
+/**
+ * What both backends do the same way, written once over the dialect: every read, the executors'
+ * rows, receive, cancel, resume and fork (as scripts, `script.ts`), retention, and the layers'
+ * hooks. A backend supplies how a statement reaches its database ({@link SqlStore.reader},
+ * {@link SqlStore.write}, {@link SqlStore.writeTransaction}, {@link SqlStore.transact}) and
+ * performs the few acts whose shape differs (`script.ts`'s `Act`): writing a step or a run (SQLite:
+ * prepared statements; PostgreSQL: one round trip with the payload in a CTE), checking a fence,
+ * waking a waiting parent, notifying listeners. Group commit, the claim's round trips, the user's
+ * transactional step and the operator's SQL stay with each backend.
+ *
+ * `Tx` is the backend's handle on an open write transaction.
+ */
+export abstract class SqlStore<Tx> {
+  protected readonly layers: LayerRegistry;
+  protected readonly sql: Statements;
+
+  constructor(protected readonly dialect: SqlDialect) {
+    this.layers = new LayerRegistry(dialect);
+    this.sql = statements(dialect);
+  }
+
+  /** Where reads run: outside any transaction, without the write lock. */
+  protected abstract reader(): Connection;
+  /** Runs one autocommitted write (SQLite: under the store's write lock). */
+  protected abstract write<T>(fn: (db: Connection) => Promise<T>): Promise<T>;
+  /**
+   * Runs `fn` in a write transaction (SQLite: BEGIN IMMEDIATE under the write lock; PostgreSQL:
+   * retried on deadlock). Only for work that must await (retention's batches): on SQLite other
+   * JavaScript may run while it holds the lock, so algorithms use {@link SqlStore.transact}.
+   */
+  protected abstract writeTransaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  protected abstract connection(tx: Tx): Connection;
+  /**
+   * Runs a script (an algorithm written once, `script.ts`) in one write transaction: SQLite
+   * synchronously, PostgreSQL retried on deadlock. `script` makes a fresh one for each attempt.
+   */
+  protected abstract transact<T>(script: () => Script<T>): Promise<T>;
+  /**
+   * Holds off every writer of payload rows until the transaction ends (PostgreSQL: a table lock that
+   * waits for the transactions that wrote one; SQLite: nothing, its one writer is this transaction).
+   */
+  protected abstract lockPayloads(tx: Tx): Promise<void>;
+
+  register(extension: StoreExtension): void {
+    this.layers.register(extension);
+  }
+
+  async getRun(id: string): Promise<RunRow | undefined> {
+    const [raw] = await this.reader().all<Raw>(this.sql.getRun, [id]);
+    return raw === undefined ? undefined : toRunRow(raw);
+  }
+
+  async listRuns(filter: RunFilter): Promise<RunRow[]> {
+    const rows = await this.reader().all<Raw>(this.sql.listRuns, [
+      filter.status ?? null,
+      filter.workflow ?? null,
+      filter.parentId ?? null,
+      filter.limit ?? 100,
+    ]);
+    return rows.map(toRunRow);
+  }
+
+  async loadJournal(runId: string): Promise<StepRow[]> {
+    return (await this.reader().all<Raw>(this.sql.journal, [runId])).map(toStepRow);
+  }
+
+  async getEvent(runId: string, key: string): Promise<string | undefined> {
+    const [row] = await this.reader().all<{ v: string }>(this.sql.getEvent, [runId, key]);
+    return row?.v;
+  }
+
+  async nextWakeAt(appVersion: string | null): Promise<number | null> {
+    const [row] = await this.reader().all<{ w: number | null }>(this.sql.nextWake, [appVersion]);
+    return row?.w ?? null;
+  }
+
+  async lostRuns(executorId: string, runIds: string[]): Promise<string[]> {
+    if (runIds.length === 0) return [];
+    const rows = await this.reader().all<{ id: string }>(this.sql.lostRuns, [this.dialect.list(runIds), executorId]);
+    return rows.map((r) => r.id);
+  }
+
+  async registerExecutor(executor: ExecutorRow): Promise<void> {
+    await this.write((db) =>
+      db.run(this.sql.registerExecutor, [
+        executor.id,
+        executor.hostname,
+        executor.pid,
+        executor.pidNamespace,
+        executor.backendPid,
+        executor.appVersion,
+        executor.startedAt,
+        executor.heartbeatAt,
+      ]),
+    );
+  }
+
+  async heartbeat(executorId: string, at: number): Promise<boolean> {
+    return (await this.write((db) => db.run(this.sql.heartbeat, [at, executorId]))) > 0;
+  }
+
+  async listExecutors(): Promise<ExecutorRow[]> {
+    return (await this.reader().all<Raw>(this.sql.listExecutors, [])).map(toExecutorRow);
+  }
+
+  async transferRuns(fromId: string, toId: string, at: number): Promise<string[]> {
+    const rows = await this.write((db) => db.all<{ id: string }>(this.sql.transferRuns, [toId, at, fromId]));
+    return rows.map((r) => r.id);
+  }
+
+  async removeExecutors(ids: string[]): Promise<void> {
+    if (ids.length === 0) return;
+    await this.write((db) => db.run(this.sql.removeExecutors, [this.dialect.list(ids)]));
+  }
+
+  async removeDeadExecutors(dead: DeadExecutor[]): Promise<void> {
+    if (dead.length === 0) return;
+    await this.write((db) => db.run(this.sql.removeDeadExecutors, [this.dialect.deadExecutors(dead)]));
+  }
+
+  receive(fence: Fence, request: ReceiveRequest): Promise<ReceiveResult> {
+    return this.transact(() => this.receiveScript(fence, request));
+  }
+
+  private *receiveScript(fence: Fence, request: ReceiveRequest): Script<ReceiveResult> {
+    if (!(yield* act<boolean>({ type: "fenceHolds", fence }))) throw fenced(fence);
+    const { runId, seq, name, topic, now, deadline } = request;
+    const [message] = yield* all<{ id: string; body: string }>(this.sql.inbox, [runId, topic]);
+    const base = { runId, seq, name, kind: "recv" as const, error: null, startedAt: now, attempts: 1, path: request.path ?? null };
+    const completion = request.completion ?? null;
+    if (message !== undefined) {
+      yield* run(this.sql.consume, [`${runId}:${seq}`, now, message.id]);
+      const step: StepRecord = { ...base, status: "succeeded", output: { text: message.body, hash: null }, finishedAt: now, completion };
+      yield* act({ type: "writeStep", step });
+      return { status: "received", text: message.body };
+    }
+    if (deadline !== null && now >= deadline) {
+      const step: StepRecord = { ...base, status: "succeeded", output: { text: '{"$c":"undefined"}', hash: null }, finishedAt: now, completion };
+      yield* act({ type: "writeStep", step });
+      return { status: "timed-out" };
+    }
+    // The pending row remembers the deadline across unloads and crashes.
+    const step: StepRecord = { ...base, status: "pending", output: { text: JSON.stringify(deadline), hash: null }, finishedAt: null };
+    yield* act({ type: "writeStep", step });
+    return { status: "waiting", deadline };
+  }
+
+  cancelRun(runId: string, error: string, at: number): Promise<string[]> {
+    return this.transact(() => this.cancelScript(runId, error, at));
+  }
+
+  private *cancelScript(runId: string, error: string, at: number): Script<string[]> {
+    const rows = yield* all<{ id: string }>(this.sql.cancelTree, [runId, error, at]);
+    if (rows.length > 0) {
+      yield* this.hook("onCancel", [runId]);
+      // Executors running the cancelled runs hear of it at once, and a waiting parent wakes.
+      yield* act({ type: "wakeParent", runId, at });
+    }
+    return rows.map((r) => r.id);
+  }
+
+  resumeRun(runId: string, at: number): Promise<boolean> {
+    return this.transact(() => this.resumeScript(runId, at));
+  }
+
+  private *resumeScript(runId: string, at: number): Script<boolean> {
+    if ((yield* run(this.sql.resume, [at, runId])) === 0) return false;
+    yield* run(this.sql.resumeSteps, [runId]);
+    yield* run(this.sql.resumeTree, [runId, at]);
+    yield* this.hook("onResume", [runId]);
+    yield* act({ type: "notifyWake" });
+    return true;
+  }
+
+  async forkRun(runId: string, fromSeq: number, fork: NewRun): Promise<void> {
+    await this.transact(() => this.forkScript(runId, fromSeq, fork));
+  }
+
+  private *forkScript(runId: string, fromSeq: number, fork: NewRun): Script<void> {
+    if ((yield* all(this.sql.forkTarget, [fork.id])).length > 0) throw forkIdTaken(fork.id);
+    if ((yield* all(this.sql.forkOrigin, [runId])).length === 0) throw new RunNotFoundError(runId);
+    yield* act({ type: "writeRun", run: fork });
+    yield* run(this.sql.forkSteps, [fork.id, runId, fromSeq]);
+    yield* run(FORK_EVENTS_STATEMENT, [fork.id, runId, fromSeq]);
+    yield* this.hook("onFork", [fork.id, runId, fromSeq]);
+  }
+
+  /**
+   * Retention, in two transactions (see `retention.ts` for what goes with a run).
+   *
+   * 1. The runs: matched (PostgreSQL: `FOR UPDATE SKIP LOCKED`, so executors running retention at
+   *    once take different runs; runs named by id are waited for instead), each tree's rows locked in
+   *    id order, statuses checked under the lock, rows deleted. A fork locks its origin's row
+   *    `FOR SHARE`, so a fork and the deletion of its origin take turns: the fork either copies the
+   *    journal before the deletion (and its rows then name the payloads) or finds its origin gone.
+   * 2. The payloads the deleted rows named, under {@link SqlStore.lockPayloads}: every write of a row
+   *    that names a payload upserts that payload in the same transaction, so no hash can gain a
+   *    reference between the check and the delete. A writer that was waiting then re-inserts the
+   *    payload it needs. The lock is held for one short statement per 500 hashes.
+   */
+  async deleteRuns(filter: RunDeleteFilter): Promise<DeletedRuns> {
+    validateDeleteFilter(filter);
+    const layers = this.layers.deletion();
+    const d = this.dialect;
+    const { runIds, skipped, hashes } = await this.writeTransaction(async (tx) => {
+      const db = this.connection(tx);
+      const sql = retentionSql(db);
+      // Named runs wait for a fork or a cancel in flight; a policy's batch skips runs that are busy.
+      const roots = await matchingRuns(sql, filter, filter.ids === undefined ? d.forUpdateSkipLocked : d.forUpdate);
+      const trees = await deletableTrees(sql, roots, async (ids) => {
+        const rows = await db.all<{ id: string; status: RunStatus }>(
+          { text: `SELECT id, status FROM cairn_runs WHERE ${d.inList("id", "$1")} ORDER BY id ${d.forUpdate}` },
+          [d.list(ids)],
+        );
+        return new Map(rows.map((r) => [r.id, r.status]));
+      });
+      return { ...trees, hashes: await deleteRunRows(sql, trees.runIds, layers) };
+    });
+    const payloads = hashes.length === 0 ? 0 : await this.collect(hashes, layers);
+    return { runIds, skipped, payloads };
+  }
+
+  /** Deletes every payload no row names, a page at a time (`cairn gc`). */
+  async collectPayloads(): Promise<number> {
+    const layers = this.layers.deletion();
+    let deleted = 0;
+    let after = "";
+    for (;;) {
+      const page = await payloadPage(retentionSql(this.reader()), after, 2000);
+      if (page.length === 0) return deleted;
+      deleted += await this.collect(page, layers);
+      after = page[page.length - 1]!;
+    }
+  }
+
+  private collect(hashes: string[], layers: LayerDeletion): Promise<number> {
+    return this.writeTransaction(async (tx) => {
+      await this.lockPayloads(tx);
+      return collectHashes(retentionSql(this.connection(tx)), hashes, layers);
+    });
+  }
+
+  /** Runs the registered layers' statements for a hook (the extension contract). */
+  private *hook(name: HookName, params: unknown[]): Script<void> {
+    for (const [i, text] of this.layers.hook(name).entries()) yield* run({ name: `cairn_${name}_${i}`, text }, params);
+  }
+}
+
+const FORK_EVENTS_STATEMENT = { name: "cairn_fork_events", text: FORK_EVENTS };
+
+export function fenced(fence: Fence): FencedError {
+  return new FencedError(`executor ${fence.executorId} no longer owns run ${fence.runId}`, { runId: fence.runId });
+}
+
+/** Retention's statements are built per call (their `IN` lists vary): compiled for that call only. */
+function retentionSql(db: Connection): RetentionSql {
+  return {
+    all: <Row>(text: string, params: unknown[]) => db.all<Row>({ text }, params),
+    run: (text: string, params: unknown[]) => db.run({ text }, params),
+  };
+}

@@ -1,0 +1,144 @@
+import type { Statement } from "./connection.js";
+import type { SqlDialect } from "./dialect.js";
+
+/**
+ * The statements both backends run, each written once (`$n` placeholders) over the dialect. The
+ * write path's hot statements (a step, a run, a finish) stay with each backend: there the shape of
+ * the round trips differs (SQLite: several in-process statements; PostgreSQL: one statement with
+ * the payload in a CTE, and NOTIFY), and that shape is what makes them fast.
+ */
+
+/** A run with its input and output resolved from the payload table. */
+export const RUN_SELECT = `SELECT r.*, COALESCE(r.input, pi.body) AS input_text, COALESCE(r.output, po.body) AS output_text
+  FROM cairn_runs r
+  LEFT JOIN cairn_payloads pi ON pi.hash = r.input_hash
+  LEFT JOIN cairn_payloads po ON po.hash = r.output_hash`;
+
+/** What a claim sets on each run it takes: a run taken over from a dead executor counts a recovery. */
+export const CLAIM_SET = `recoveries = recoveries + (CASE WHEN status = 'running' THEN 1 ELSE 0 END),
+  status = 'running', executor_id = $1, wake_at = NULL, updated_at = $3`;
+
+/**
+ * The runs a claim may take ($1 executor, $2 app version or null, $3 now, $4 dead executors, $5
+ * limit, $6 workflows): enqueued runs, due waiting runs, and running runs whose executor is gone or
+ * judged dead on a heartbeat that has not moved since. Oldest first.
+ */
+export function claimable(d: SqlDialect): string {
+  return `SELECT id FROM cairn_runs
+    WHERE (${d.text("$2")} IS NULL OR app_version = $2) AND ${d.inList("workflow", "$6")} AND (
+      status = 'enqueued'
+      OR (status = 'waiting' AND wake_at IS NOT NULL AND wake_at <= $3)
+      OR (status = 'running' AND (executor_id IS NULL
+          OR executor_id IN (
+            SELECT e.id FROM cairn_executors e JOIN ${d.deadExecutorTable("$4")} d
+              ON e.id = d.id AND e.heartbeat_at = d.heartbeat_at)
+          OR executor_id NOT IN (SELECT id FROM cairn_executors))))
+    ORDER BY created_at LIMIT $5 ${d.forUpdateSkipLocked}`;
+}
+
+export function statements(d: SqlDialect) {
+  const s = (name: string, text: string): Statement => ({ name: `cairn_${name}`, text });
+  return {
+    getRun: s("get_run", `${RUN_SELECT} WHERE r.id = $1`),
+    listRuns: s(
+      "list_runs",
+      `${RUN_SELECT} WHERE (${d.text("$1")} IS NULL OR r.status = $1) AND (${d.text("$2")} IS NULL OR r.workflow = $2)
+       AND (${d.text("$3")} IS NULL OR r.parent_id = $3) ORDER BY r.created_at DESC, r.id LIMIT $4`,
+    ),
+    journal: s(
+      "journal",
+      `SELECT s.*, COALESCE(s.output, p.body) AS output_text FROM cairn_steps s
+       LEFT JOIN cairn_payloads p ON p.hash = s.output_hash WHERE s.run_id = $1 ORDER BY s.seq`,
+    ),
+    getEvent: s(
+      "get_event",
+      `SELECT COALESCE(e.value, p.body) AS v FROM cairn_events e LEFT JOIN cairn_payloads p ON p.hash = e.value_hash
+       WHERE e.run_id = $1 AND e.key = $2`,
+    ),
+    nextWake: s(
+      "next_wake",
+      `SELECT MIN(wake_at) AS w FROM cairn_runs WHERE status = 'waiting' AND wake_at IS NOT NULL
+       AND (${d.text("$1")} IS NULL OR app_version = $1)`,
+    ),
+    lostRuns: s(
+      "lost_runs",
+      `SELECT id FROM cairn_runs WHERE ${d.inList("id", "$1")}
+       AND NOT (status = 'running' AND ${d.same("executor_id", d.text("$2"))})`,
+    ),
+    runsIn: s("runs_in", `${RUN_SELECT} WHERE ${d.inList("r.id", "$1")} ORDER BY r.created_at`),
+    renewClaimant: s("renew_claimant", `UPDATE cairn_executors SET heartbeat_at = ${d.greatest("heartbeat_at", "$1")} WHERE id = $2`),
+
+    registerExecutor: s(
+      "register_executor",
+      `INSERT INTO cairn_executors (id, hostname, pid, pid_namespace, backend_pid, app_version, started_at, heartbeat_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+       ON CONFLICT (id) DO UPDATE SET backend_pid = excluded.backend_pid, heartbeat_at = excluded.heartbeat_at`,
+    ),
+    heartbeat: s("heartbeat", "UPDATE cairn_executors SET heartbeat_at = $1 WHERE id = $2"),
+    listExecutors: s("list_executors", "SELECT * FROM cairn_executors ORDER BY started_at"),
+    transferRuns: s(
+      "transfer_runs",
+      "UPDATE cairn_runs SET executor_id = $1, updated_at = $2 WHERE executor_id = $3 AND status = 'running' RETURNING id",
+    ),
+    removeExecutors: s("remove_executors", `DELETE FROM cairn_executors WHERE ${d.inList("id", "$1")}`),
+    removeDeadExecutors: s(
+      "remove_dead_executors",
+      `DELETE FROM cairn_executors WHERE EXISTS (SELECT 1 FROM ${d.deadExecutorTable("$1")} d
+         WHERE d.id = cairn_executors.id AND d.heartbeat_at = cairn_executors.heartbeat_at)`,
+    ),
+
+    inbox: s(
+      "inbox",
+      `SELECT m.id, COALESCE(m.body, p.body) AS body FROM cairn_messages m
+       LEFT JOIN cairn_payloads p ON p.hash = m.body_hash
+       WHERE m.run_id = $1 AND m.topic = $2 AND m.consumed_at IS NULL ORDER BY m.position, m.id LIMIT 1`,
+    ),
+    consume: s("consume", "UPDATE cairn_messages SET consumed_by = $1, consumed_at = $2 WHERE id = $3"),
+
+    cancelTree: s(
+      "cancel",
+      `WITH RECURSIVE tree(id) AS (
+         SELECT id FROM cairn_runs WHERE id = $1
+         UNION ALL SELECT r.id FROM cairn_runs r JOIN tree t ON r.parent_id = t.id)
+       UPDATE cairn_runs SET status = 'cancelled', error = $2, executor_id = NULL, wake_at = NULL,
+         finished_at = $3, updated_at = $3
+       WHERE id IN (SELECT id FROM tree) AND status NOT IN ('succeeded', 'failed', 'cancelled')
+       RETURNING id`,
+    ),
+    resume: s(
+      "resume",
+      `UPDATE cairn_runs SET status = 'enqueued', error = NULL, output = NULL, output_hash = NULL, finished_at = NULL, deadline_at = NULL,
+         executor_id = NULL, wake_at = NULL, recovery_base = recoveries, updated_at = $1 WHERE id = $2 AND status IN ('failed', 'cancelled')`,
+    ),
+    // The failed steps that ended the run are dropped so they run again: those after the last
+    // success by seq or by time (a Promise.all whose failing step finished after its siblings).
+    // Failures the workflow caught and moved past (a later step succeeded) stay in its history.
+    resumeSteps: s(
+      "resume_steps",
+      `DELETE FROM cairn_steps WHERE run_id = $1 AND status = 'failed'
+       AND (seq > COALESCE((SELECT MAX(seq) FROM cairn_steps WHERE run_id = $1 AND status = 'succeeded'), -1)
+         OR finished_at >= COALESCE((SELECT MAX(finished_at) FROM cairn_steps WHERE run_id = $1 AND status = 'succeeded'), -1))`,
+    ),
+    // Descendants cancelled along with it come back too.
+    resumeTree: s(
+      "resume_tree",
+      `WITH RECURSIVE tree(id) AS (
+         SELECT id FROM cairn_runs WHERE parent_id = $1
+         UNION ALL SELECT r.id FROM cairn_runs r JOIN tree t ON r.parent_id = t.id)
+       UPDATE cairn_runs SET status = 'enqueued', error = NULL, finished_at = NULL, updated_at = $2
+       WHERE id IN (SELECT id FROM tree) AND status = 'cancelled'`,
+    ),
+    // Retention locks a run FOR UPDATE before deleting it: a fork and that deletion take turns.
+    forkTarget: s("fork_target", `SELECT 1 FROM cairn_runs WHERE id = $1 ${d.forUpdate}`),
+    forkOrigin: s("fork_origin", `SELECT 1 FROM cairn_runs WHERE id = $1 ${d.forShare}`),
+    forkSteps: s(
+      "fork_steps",
+      `INSERT INTO cairn_steps (run_id, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts,
+         path, completion, fingerprint)
+       SELECT $1, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts, path, completion, fingerprint
+       FROM cairn_steps WHERE run_id = $2 AND seq < $3 AND status <> 'pending'`,
+    ),
+  };
+}
+
+export type Statements = ReturnType<typeof statements>;

@@ -1,0 +1,111 @@
+import { NotACairnDatabaseError } from "../errors.js";
+
+/**
+ * The one place that reads driver errors (better-sqlite3's `SQLITE_*` codes, PostgreSQL's
+ * SQLSTATEs, Node's socket codes, node-postgres's code-less connection errors) and says what kind
+ * of failure each is. The store's retries, the engine's "load the run again later", and the CLI's
+ * one-line messages all ask here.
+ */
+export type StoreErrorKind =
+  /** The database, or the way to it, failed — not the statement: try again later. */
+  | "transient"
+  /** A deadlock or serialization failure: the transaction may simply run again at once. */
+  | "retryable"
+  /** The statement's own data: a constraint violation or a data exception. */
+  | "constraint"
+  /** Not a Cairn database (no schema), or not a SQLite file at all. */
+  | "not-a-cairn-database"
+  /** The PostgreSQL database named does not exist. */
+  | "missing-database"
+  /** The server refused the user or password. */
+  | "auth"
+  /** The server cannot be reached (refused, unknown host, timed out). */
+  | "unreachable"
+  /** SQLite cannot read the file read-only (a WAL database without its -wal and -shm files). */
+  | "read-only"
+  /** Another SQLite error about the file. */
+  | "file"
+  | "other";
+
+export interface StoreErrorClass {
+  kind: StoreErrorKind;
+  /** Whether a run that met it is loaded again later instead of failing (see isTransientStoreError). */
+  transient: boolean;
+  /** The driver's code (SQLSTATE, SQLITE_*, E*), if any. */
+  code: string | undefined;
+  /** Whose error it is: SQLite's (about the file), or anything else (PostgreSQL, the network). */
+  sqlite: boolean;
+}
+
+export function classifyStoreError(error: unknown): StoreErrorClass {
+  const code = errorCode(error);
+  const sqlite = code?.startsWith("SQLITE_") === true;
+  if (error instanceof NotACairnDatabaseError) return { kind: "not-a-cairn-database", transient: false, code, sqlite };
+  if (code === undefined) {
+    // node-postgres reports a socket that closed under a client, and a pool that could not hand
+    // out a connection in time, with a plain Error that has no code.
+    const message = (error as { message?: unknown } | null)?.message;
+    const transient = typeof message === "string" && PG_CONNECTION_MESSAGES.some((pattern) => pattern.test(message));
+    return { kind: transient ? "transient" : "other", transient, code, sqlite };
+  }
+  const kind = kindOf(code);
+  return { kind, transient: kind === "transient" || (kind === "unreachable" && code !== "ENOTFOUND"), code, sqlite };
+}
+
+/**
+ * Errors that say the database (or the way to it) failed, not the statement: a connection reset,
+ * a server shutting down, a locked SQLite file, a full disk. A run that meets one is loaded again
+ * later instead of recording a failure its code never caused.
+ */
+export function isTransientStoreError(error: unknown): boolean {
+  return classifyStoreError(error).transient;
+}
+
+/** A deadlock or serialization failure: the transaction that met it may simply run again. */
+export function isRetryableStoreError(error: unknown): boolean {
+  return classifyStoreError(error).kind === "retryable";
+}
+
+/** The commit's own fault (its data broke a constraint): it fails alone, the batch goes on. */
+export function isConstraintError(error: unknown): boolean {
+  return classifyStoreError(error).kind === "constraint";
+}
+
+function kindOf(code: string): StoreErrorKind {
+  if (code === "28P01" || code === "28000") return "auth";
+  if (code === "3D000") return "missing-database";
+  if (code === "ECONNREFUSED" || code === "ENOTFOUND" || code === "ETIMEDOUT" || code === "EHOSTUNREACH") return "unreachable";
+  if (code === "SQLITE_NOTADB") return "not-a-cairn-database";
+  if (code.startsWith("SQLITE_READONLY")) return "read-only";
+  if (code === "40P01" || code === "40001") return "retryable";
+  // SQLSTATE classes 22 (data exception) and 23 (integrity constraint violation).
+  if (/^2[23][0-9A-Z]{3}$/.test(code)) return "constraint";
+  if (
+    code.startsWith("08") || // PostgreSQL connection exceptions
+    code.startsWith("57P") || // admin shutdown, crash shutdown, cannot connect now
+    code === "53300" || // too many connections
+    code === "ECONNRESET" ||
+    code === "EPIPE" ||
+    code === "ENETUNREACH" ||
+    code === "SQLITE_BUSY" ||
+    code === "SQLITE_LOCKED" ||
+    code === "SQLITE_FULL" ||
+    code.startsWith("SQLITE_IOERR")
+  ) {
+    return "transient";
+  }
+  if (code.startsWith("SQLITE_")) return "file";
+  return "other";
+}
+
+function errorCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? code : undefined;
+}
+
+const PG_CONNECTION_MESSAGES = [
+  /^Connection terminated/,
+  /not queryable/,
+  /^timeout exceeded when trying to connect/,
+  /^Client was closed and is not queryable/,
+];
