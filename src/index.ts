@@ -5,16 +5,7 @@ export type { DeletedRuns, FinishedStatus, RunDeleteFilter } from "./store/reten
 export { MAX_NAME_LENGTH } from "./engine/names.js";
 export { Workflow, type StartOptions, type WorkflowOptions } from "./engine/workflow.js";
 export { RunHandle, type RunStatusInfo } from "./engine/run-handle.js";
-export type {
-  BackoffOptions,
-  ChildHandle,
-  ChildOptions,
-  ChildWorkflow,
-  RecvOptions,
-  StepCall,
-  StepOptions,
-  WorkflowContext,
-} from "./engine/context.js";
+export type { BackoffOptions, ChildHandle, ChildOptions, ChildWorkflow, RecvOptions, StepCall, StepOptions, WorkflowContext } from "./engine/context.js";
 export { systemClock, type Clock } from "./engine/clock.js";
 export type { StandardSchemaV1 } from "./engine/standard-schema.js";
 export type { QueryResult, RunStatus, SqlClient, StepKind, StepStatus } from "./store/store.js";

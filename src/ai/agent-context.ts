@@ -68,7 +68,11 @@ export function agentContext(ctx: WorkflowContext, settings: AgentSettings = {})
     tools: (tools, permissions) => durableTools(run, proxy, tools, permissions),
     delegate: async (agent, input, options = {}) => {
       const scope = agentState(run).scopeId ?? null;
-      const child = await run.child(agent, { ...input, delegation: { parentScope: scope, budget: options.budget ?? null } }, options.id === undefined ? {} : { id: options.id });
+      const child = await run.child(
+        agent,
+        { ...input, delegation: { parentScope: scope, budget: options.budget ?? null } },
+        options.id === undefined ? {} : { id: options.id },
+      );
       return child.result();
     },
     memory: memoryFor(run, run.workflowName),

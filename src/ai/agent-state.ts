@@ -30,7 +30,17 @@ const states = new WeakMap<DurableRun, AgentRunState>();
 export function agentState(run: DurableRun): AgentRunState {
   let state = states.get(run);
   if (state === undefined) {
-    state = { toolCallModelSeq: new Map(), storedMessages: new Set(), costUsd: 0, pricing: undefined, scopeId: undefined, lastPrompt: undefined, modelBudgets: 0, approvalKey: undefined, modelOrder: new Mutex() };
+    state = {
+      toolCallModelSeq: new Map(),
+      storedMessages: new Set(),
+      costUsd: 0,
+      pricing: undefined,
+      scopeId: undefined,
+      lastPrompt: undefined,
+      modelBudgets: 0,
+      approvalKey: undefined,
+      modelOrder: new Mutex(),
+    };
     states.set(run, state);
   }
   return state;

@@ -150,7 +150,11 @@ export function agentBody(spec: AgentSpec, settings: AgentSettings = {}) {
     const recorded = new WeakMap<object, CairnLanguageModel>();
     const record = (model: unknown, field: string): CairnLanguageModel => {
       if (model === null || typeof model !== "object" || typeof (model as CairnLanguageModel).doGenerate !== "function") {
-        throw new InvalidSpecError(field, model, "Cairn records model calls of AI SDK language model objects (e.g. provider.chatModel(\"id\")), not model id strings");
+        throw new InvalidSpecError(
+          field,
+          model,
+          'Cairn records model calls of AI SDK language model objects (e.g. provider.chatModel("id")), not model id strings',
+        );
       }
       let wrapped = recorded.get(model);
       if (wrapped === undefined) recorded.set(model, (wrapped = recordedModel(run, model as CairnLanguageModel, modelOptions)));
@@ -159,8 +163,21 @@ export function agentBody(spec: AgentSpec, settings: AgentSettings = {}) {
     const tools: ToolSet = { ...durableTools(run, ctx, spec.tools ?? {}, spec.permissions), ...subAgentTools(ctx, spec, state.scopeId) };
     const conversation = "messages" in input ? { messages: input.messages } : { prompt: input.prompt };
     const {
-      model: _model, system, instructions, tools: _tools, permissions: _permissions, budget: _budget, pricing: _pricing, agents: _agents,
-      maxSteps, modelRetries: _retries, modelTimeoutMs: _timeout, onBudgetExceeded: _onBudget, prepareStep, stopWhen, ...loop
+      model: _model,
+      system,
+      instructions,
+      tools: _tools,
+      permissions: _permissions,
+      budget: _budget,
+      pricing: _pricing,
+      agents: _agents,
+      maxSteps,
+      modelRetries: _retries,
+      modelTimeoutMs: _timeout,
+      onBudgetExceeded: _onBudget,
+      prepareStep,
+      stopWhen,
+      ...loop
     } = spec;
     const { generateText, stepCountIs } = sdk().ai;
     const result = await generateText({

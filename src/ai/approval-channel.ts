@@ -52,7 +52,11 @@ export function approvalKeyBytes(key: string | Uint8Array | undefined, field = "
   if (key === undefined) return undefined;
   const bytes = typeof key === "string" ? Buffer.from(key, "utf8") : key instanceof Uint8Array ? key : undefined;
   if (bytes === undefined || bytes.length < 16) {
-    throw new InvalidSpecError(field, typeof key === "string" ? `${key.length} characters` : key, "an approval key must be a string or bytes of at least 16 bytes");
+    throw new InvalidSpecError(
+      field,
+      typeof key === "string" ? `${key.length} characters` : key,
+      "an approval key must be a string or bytes of at least 16 bytes",
+    );
   }
   return bytes;
 }
@@ -133,7 +137,8 @@ function check(run: DurableRun, requestSeq: number, toolCallId: string, message:
     if (decision.signature === undefined) return { ok: false, refused: "unsigned decision: this application requires signed approvals (approvalKey)" };
     const expected = Buffer.from(signDecision(key, run.runId, requestSeq, toolCallId, decision), "hex");
     const given = Buffer.from(decision.signature, "hex");
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, refused: "bad signature: the decision was not signed with this application's approval key" };
+    if (given.length !== expected.length || !timingSafeEqual(given, expected))
+      return { ok: false, refused: "bad signature: the decision was not signed with this application's approval key" };
   }
   if (row === undefined) return { ok: true, approved: decision.approved, by: decision.by, reason: decision.reason };
   if (row.status !== "approved" && row.status !== "denied") {

@@ -60,9 +60,7 @@ export class Approvals {
     const columns = "run_id, request_seq, kind, tool_call_id, tool_name, input, status, requested_at";
     const rows =
       filter.runId === undefined
-        ? await store.select<ApprovalRow>(
-            `SELECT ${columns} FROM cairn_approvals WHERE status = 'pending' ORDER BY requested_at, run_id, request_seq`,
-          )
+        ? await store.select<ApprovalRow>(`SELECT ${columns} FROM cairn_approvals WHERE status = 'pending' ORDER BY requested_at, run_id, request_seq`)
         : await store.select<ApprovalRow>(
             `SELECT ${columns} FROM cairn_approvals WHERE status = 'pending' AND run_id = $1 ORDER BY requested_at, request_seq`,
             [filter.runId],
@@ -89,7 +87,8 @@ export class Approvals {
 
   private async decide(runId: string, toolCallId: string, decision: ApprovalDecision): Promise<void> {
     if (typeof runId !== "string" || runId === "") throw new InvalidSpecError("runId", runId, "must be a non-empty run id");
-    if (typeof toolCallId !== "string" || toolCallId === "") throw new InvalidSpecError("toolCallId", toolCallId, "must be a non-empty tool call id (see cairn.approvals.list)");
+    if (typeof toolCallId !== "string" || toolCallId === "")
+      throw new InvalidSpecError("toolCallId", toolCallId, "must be a non-empty tool call id (see cairn.approvals.list)");
     const store = await this.host.ready();
     const run = await store.getRun(runId);
     if (run === undefined) throw new RunNotFoundError(runId);
@@ -140,7 +139,8 @@ export class Approvals {
       after.decided_by === decision.by &&
       after.reason === decision.reason;
     if (!ours) {
-      if (after?.status === "cancelled") throw new CairnError(`run ${runId} was cancelled while tool call ${toolCallId} was being decided: the request is withdrawn`, { runId });
+      if (after?.status === "cancelled")
+        throw new CairnError(`run ${runId} was cancelled while tool call ${toolCallId} was being decided: the request is withdrawn`, { runId });
       throw alreadyDecided(runId, toolCallId, after ?? row);
     }
     this.host.poke();
@@ -156,14 +156,17 @@ export class Approvals {
   }
 }
 
-const SELECT_REQUEST = "SELECT run_id, request_seq, kind, tool_call_id, tool_name, input, status, requested_at, decided_by, decided_at, reason FROM cairn_approvals";
+const SELECT_REQUEST =
+  "SELECT run_id, request_seq, kind, tool_call_id, tool_name, input, status, requested_at, decided_by, decided_at, reason FROM cairn_approvals";
 
 function alreadyDecided(runId: string, toolCallId: string, row: ApprovalRow): CairnError {
   if (row.status === "cancelled") {
     return new CairnError(`the approval request for tool call ${toolCallId} in run ${runId} was withdrawn when the run was cancelled`, { runId });
   }
   const by = row.decided_by === null ? "" : ` by ${row.decided_by}`;
-  return new CairnError(`the approval of tool call ${toolCallId} in run ${runId} was already decided (${row.status}${by}); a decision is final`, { runId });
+  return new CairnError(`the approval of tool call ${toolCallId} in run ${runId} was already decided (${row.status}${by}); a decision is final`, {
+    runId,
+  });
 }
 
 /** `by` and `reason`, when given, are non-empty strings; nothing else is accepted. */

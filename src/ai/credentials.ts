@@ -52,6 +52,7 @@ export function redactJson(value: unknown, depth = 0): unknown {
   if (depth > 64 || value === null || typeof value !== "object") return value;
   if (Array.isArray(value)) return value.map((item) => redactJson(item, depth + 1));
   const out: Record<string, unknown> = {};
-  for (const [key, item] of Object.entries(value)) out[key] = SECRET_BODY_KEY.test(key) && item !== undefined && item !== null ? REDACTED : redactJson(item, depth + 1);
+  for (const [key, item] of Object.entries(value))
+    out[key] = SECRET_BODY_KEY.test(key) && item !== undefined && item !== null ? REDACTED : redactJson(item, depth + 1);
   return out;
 }

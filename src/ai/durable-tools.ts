@@ -108,10 +108,7 @@ async function runTool(
   execute: Execute,
 ): Promise<unknown> {
   const toolCallId = options.toolCallId;
-  let decision =
-    typeof permission === "function"
-      ? await ctx.step(`permission:${name}`, () => permission(input, ctx))
-      : permission;
+  let decision = typeof permission === "function" ? await ctx.step(`permission:${name}`, () => permission(input, ctx)) : permission;
   if (decision === "deny") {
     const reason = `Permission denied: the tool "${name}" may not be used here. Do not retry it; tell the user instead.`;
     return denied(await recordTool(run, name, input, options, "denied", "deny", null, async () => ({ denied: true, reason })));
@@ -135,17 +132,26 @@ async function runTool(
   return recordTool(run, name, input, options, "succeeded", decision, decidedBy, (key, signal) =>
     Promise.resolve(
       // The caller's signal (generateText's abortSignal) and the step's (timeout, cancel, unload) both abort the tool.
-      execute(input, { ...options, abortSignal: combined(signal, options.abortSignal), [IDEMPOTENCY_KEY]: key, [TOOL_CONTEXT]: ctx } as ToolExecutionOptions),
+      execute(input, {
+        ...options,
+        abortSignal: combined(signal, options.abortSignal),
+        [IDEMPOTENCY_KEY]: key,
+        [TOOL_CONTEXT]: ctx,
+      } as ToolExecutionOptions),
     ),
   );
 }
 
 /** The AI SDK's `needsApproval`: a boolean, or a function whose answer is recorded as a step. */
-async function approvalNeeded(ctx: WorkflowContext, name: string, input: unknown, options: ToolExecutionOptions, needsApproval: NeedsApproval): Promise<boolean> {
+async function approvalNeeded(
+  ctx: WorkflowContext,
+  name: string,
+  input: unknown,
+  options: ToolExecutionOptions,
+  needsApproval: NeedsApproval,
+): Promise<boolean> {
   if (needsApproval === undefined || typeof needsApproval === "boolean") return needsApproval === true;
-  const answer = await ctx.step(`needs-approval:${name}`, async () =>
-    needsApproval(input as never, needsApprovalOptions(options) as never),
-  );
+  const answer = await ctx.step(`needs-approval:${name}`, async () => needsApproval(input as never, needsApprovalOptions(options) as never));
   return answer === true;
 }
 

@@ -202,10 +202,7 @@ function decode(row: VersionRow): unknown {
 const reserved = new WeakMap<Store, Map<string, Map<string, number>>>();
 
 async function nextVersion(store: Store, agent: string, key: string, idempotencyKey: string): Promise<number> {
-  const rows = await store.select<{ v: number | string | null }>(
-    "SELECT MAX(version) AS v FROM cairn_memory WHERE agent = $1 AND key = $2",
-    [agent, key],
-  );
+  const rows = await store.select<{ v: number | string | null }>("SELECT MAX(version) AS v FROM cairn_memory WHERE agent = $1 AND key = $2", [agent, key]);
   const committed = Number(rows[0]?.v ?? 0);
   let byStore = reserved.get(store);
   if (byStore === undefined) reserved.set(store, (byStore = new Map()));

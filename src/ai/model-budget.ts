@@ -53,7 +53,11 @@ export async function openRunBudget(run: DurableRun, budget: Budget, options: Pi
   setPricing(run, options.pricing, budget);
   const state = agentState(run);
   if (state.scopeId !== undefined) {
-    throw new InvalidSpecError("budget", budget, `run ${run.runId} already has a budget (an agent's, a delegation's or an earlier ctx.budget); give a model its own with ctx.model(model, { budget })`);
+    throw new InvalidSpecError(
+      "budget",
+      budget,
+      `run ${run.runId} already has a budget (an agent's, a delegation's or an earlier ctx.budget); give a model its own with ctx.model(model, { budget })`,
+    );
   }
   await openScope(run, run.runId, null, budget);
   state.scopeId = run.runId;
@@ -83,7 +87,11 @@ function setPricing(run: DurableRun, pricing: Pricing | undefined, budget: Budge
     state.pricing = pricing;
   }
   if (budget?.usd !== undefined && state.pricing === undefined) {
-    throw new InvalidSpecError("budget.usd", budget.usd, "a usd budget needs pricing: ctx.model(model, { budget, pricing: { inputPerMillion, outputPerMillion } })");
+    throw new InvalidSpecError(
+      "budget.usd",
+      budget.usd,
+      "a usd budget needs pricing: ctx.model(model, { budget, pricing: { inputPerMillion, outputPerMillion } })",
+    );
   }
 }
 

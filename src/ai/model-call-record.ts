@@ -47,14 +47,7 @@ export function callSummary(result: LanguageModelV3GenerateResult & { latencyMs?
   };
 }
 
-export function modelCallRow(
-  run: DurableRun,
-  seq: number,
-  model: LanguageModelV3,
-  prompt: PromptRecord,
-  summary: CallSummary,
-  cost: number,
-): WriteOp {
+export function modelCallRow(run: DurableRun, seq: number, model: LanguageModelV3, prompt: PromptRecord, summary: CallSummary, cost: number): WriteOp {
   return {
     type: "insert",
     table: "cairn_model_calls",
@@ -88,12 +81,7 @@ export function modelCallRow(
  * Messages that are the very objects of the previous prompt reuse its hashes. The prompt's own hash
  * is the hash of all its message hashes. `expandPromptMessages` reads either form back.
  */
-export function promptRecord(
-  params: LanguageModelV3CallOptions,
-  stored: Set<string>,
-  previous: LastPrompt | undefined,
-  at: number,
-): PromptRecord {
+export function promptRecord(params: LanguageModelV3CallOptions, stored: Set<string>, previous: LastPrompt | undefined, at: number): PromptRecord {
   const payloads: WriteOp[] = [];
   const before = previous === undefined ? undefined : (previous.hashes ??= previous.messages.map((m) => hashText(safeEncode(m))));
   const messages = params.prompt.map((message, i) => {

@@ -41,7 +41,13 @@ export function responseId(): string {
   return id;
 }
 
-export function generateRecord(result: LanguageModelV3GenerateResult, model: LanguageModelV3, now: number, latencyMs: number, requestBody: BodyForm | undefined): GenerateRecord {
+export function generateRecord(
+  result: LanguageModelV3GenerateResult,
+  model: LanguageModelV3,
+  now: number,
+  latencyMs: number,
+  requestBody: BodyForm | undefined,
+): GenerateRecord {
   const { request: _request, response, ...rest } = result;
   void _request;
   const headers = redactHeaders(response?.headers);

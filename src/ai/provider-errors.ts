@@ -18,7 +18,15 @@ import { redactHeaders, redactUrl } from "./credentials.js";
  * alike, so both see the same thing.
  */
 export type ProviderErrorRecord =
-  | { kind: "error"; name: string; message: string; stack?: string; as: "sdk" | "dom" | "plain"; fields: Record<string, string>; cause?: ProviderErrorRecord }
+  | {
+      kind: "error";
+      name: string;
+      message: string;
+      stack?: string;
+      as: "sdk" | "dom" | "plain";
+      fields: Record<string, string>;
+      cause?: ProviderErrorRecord;
+    }
   | { kind: "value"; value: string };
 
 const RECORD_NAME = "CairnProviderErrorRecord";
@@ -89,7 +97,10 @@ export async function rebuildProviderError(record: ProviderErrorRecord, body: Bo
   const fields: Record<string, unknown> = {};
   for (const [key, text] of Object.entries(record.fields)) {
     const value = decodeOrText(text);
-    fields[key] = key === "requestBodyValues" && value !== null && typeof value === "object" && "$cairnBody" in value ? await body.decode((value as { $cairnBody: unknown }).$cairnBody) : value;
+    fields[key] =
+      key === "requestBodyValues" && value !== null && typeof value === "object" && "$cairnBody" in value
+        ? await body.decode((value as { $cairnBody: unknown }).$cairnBody)
+        : value;
   }
   const cause = record.cause === undefined ? undefined : await rebuildProviderError(record.cause, body);
   let error: Error;
@@ -110,7 +121,21 @@ export async function rebuildProviderError(record: ProviderErrorRecord, body: Bo
 }
 
 function sdkError(name: string, message: string, f: Record<string, unknown>, cause: unknown): Error {
-  const { AISDKError, APICallError, EmptyResponseBodyError, InvalidArgumentError, InvalidPromptError, InvalidResponseDataError, JSONParseError, LoadAPIKeyError, LoadSettingError, NoContentGeneratedError, NoSuchModelError, TypeValidationError, UnsupportedFunctionalityError } = sdk().provider;
+  const {
+    AISDKError,
+    APICallError,
+    EmptyResponseBodyError,
+    InvalidArgumentError,
+    InvalidPromptError,
+    InvalidResponseDataError,
+    JSONParseError,
+    LoadAPIKeyError,
+    LoadSettingError,
+    NoContentGeneratedError,
+    NoSuchModelError,
+    TypeValidationError,
+    UnsupportedFunctionalityError,
+  } = sdk().provider;
   switch (name) {
     case "AI_APICallError":
       return new APICallError({

@@ -1,4 +1,10 @@
-import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3Content, LanguageModelV3GenerateResult, LanguageModelV3StreamPart } from "@ai-sdk/provider";
+import type {
+  LanguageModelV3,
+  LanguageModelV3CallOptions,
+  LanguageModelV3Content,
+  LanguageModelV3GenerateResult,
+  LanguageModelV3StreamPart,
+} from "@ai-sdk/provider";
 import { BudgetExceededError } from "../errors.js";
 import type { DurableRun } from "../engine/durable-run.js";
 import type { StepOptions } from "../engine/context.js";
@@ -11,12 +17,28 @@ import { callSummary, modelCallRow, promptRecord, type CallSummary, type PromptR
 import { generateRecord, metadataPart, type GenerateRecord, type RecordedPart, type StreamRecord } from "./model-response.js";
 import { redactHeaders } from "./credentials.js";
 import { costUsd } from "./pricing.js";
-import { journalError, originalError, providerErrorRecord, rebuildProviderError, recordIn, type BodyCodec, type ProviderErrorRecord } from "./provider-errors.js";
+import {
+  journalError,
+  originalError,
+  providerErrorRecord,
+  rebuildProviderError,
+  recordIn,
+  type BodyCodec,
+  type ProviderErrorRecord,
+} from "./provider-errors.js";
 import { modelCallReturned } from "./replayable-ids.js";
 import { decodeBody, encodeBody, recordedBodyForm, type BodyForm, type EncodedBody } from "./request-body.js";
 import { appendChunk, chunkOf, streamBand, streamChunkOps } from "./stream-chunks.js";
 import { sdk } from "./sdk.js";
-import { canonicalCallOptions, canonicalGenerateResult, canonicalStreamPart, sdkGenerateResult, sdkStreamPart, specOf, type CairnLanguageModel } from "./sdk-version.js";
+import {
+  canonicalCallOptions,
+  canonicalGenerateResult,
+  canonicalStreamPart,
+  sdkGenerateResult,
+  sdkStreamPart,
+  specOf,
+  type CairnLanguageModel,
+} from "./sdk-version.js";
 
 export interface RecordedModelOptions {
   /** The budget scope charged (an agent's run id); none: no budget. */
@@ -134,7 +156,12 @@ export function recordedModel<M extends CairnLanguageModel>(run: DurableRun, giv
   }
 
   /** Live, the body the provider reported; replayed, rebuilt from the record and the call's prompt. */
-  async function requestBodyOf(live: { body: unknown } | undefined, form: BodyForm | undefined, seq: number, params: LanguageModelV3CallOptions): Promise<unknown> {
+  async function requestBodyOf(
+    live: { body: unknown } | undefined,
+    form: BodyForm | undefined,
+    seq: number,
+    params: LanguageModelV3CallOptions,
+  ): Promise<unknown> {
     if (live !== undefined) return live.body;
     return form === undefined ? undefined : decodeBody(run, seq, form, params.prompt, (at) => recordedBodyForm(run, at));
   }
@@ -167,7 +194,10 @@ export function recordedModel<M extends CairnLanguageModel>(run: DurableRun, giv
           const started = run.clock.now();
           let result: LanguageModelV3GenerateResult;
           try {
-            result = canonicalGenerateResult(await inner.doGenerate({ ...(sdkParams as LanguageModelV3CallOptions), abortSignal: withSignal(params, signal) }), spec);
+            result = canonicalGenerateResult(
+              await inner.doGenerate({ ...(sdkParams as LanguageModelV3CallOptions), abortSignal: withSignal(params, signal) }),
+              spec,
+            );
           } catch (error) {
             throw failure(error, params);
           }
@@ -177,8 +207,7 @@ export function recordedModel<M extends CairnLanguageModel>(run: DurableRun, giv
           attempts.set(record, { body, live: requestBody === undefined ? undefined : { body: requestBody } });
           return record;
         },
-        alsoWrite: (outcome, seq) =>
-          outcome.ok && prompt !== undefined ? rows(seq, prompt, callSummary(outcome.value, false), chain) : [],
+        alsoWrite: (outcome, seq) => (outcome.ok && prompt !== undefined ? rows(seq, prompt, callSummary(outcome.value, false), chain) : []),
         onRecorded: (result, seq) => {
           recordedSeq = seq;
           remember(state, seq, callSummary(result, false), params, prompt);
@@ -198,7 +227,10 @@ export function recordedModel<M extends CairnLanguageModel>(run: DurableRun, giv
       const { latencyMs: _latency, requestBody, ...result } = record;
       void _latency;
       const requestBodyValue = await requestBodyOf(live, requestBody, recordedSeq ?? -1, params);
-      return sdkGenerateResult({ ...result, ...(requestBodyValue === undefined ? {} : { request: { body: requestBodyValue } }) } as LanguageModelV3GenerateResult, spec);
+      return sdkGenerateResult(
+        { ...result, ...(requestBodyValue === undefined ? {} : { request: { body: requestBodyValue } }) } as LanguageModelV3GenerateResult,
+        spec,
+      );
     },
 
     doStream: async (sdkParams: unknown): Promise<unknown> => {
@@ -312,7 +344,10 @@ export function recordedModel<M extends CairnLanguageModel>(run: DurableRun, giv
         alsoWrite: (outcome, seq) => {
           if (!outcome.ok || prompt === undefined) return [];
           const summary = streamSummary(outcome.value);
-          return [...rows(seq, prompt, summary, chain), ...streamChunkOps(run, seq, band, outcome.value.parts as ({ type: string } & Record<string, unknown>)[])];
+          return [
+            ...rows(seq, prompt, summary, chain),
+            ...streamChunkOps(run, seq, band, outcome.value.parts as ({ type: string } & Record<string, unknown>)[]),
+          ];
         },
         onRecorded: (value, seq) => {
           recordedSeq = seq;
@@ -365,7 +400,10 @@ export function recordedModel<M extends CairnLanguageModel>(run: DurableRun, giv
   }
 }
 
-function liveHead(live: { body: unknown; headers: Record<string, string> | undefined }): { request?: { body: unknown }; response?: { headers?: Record<string, string> } } {
+function liveHead(live: { body: unknown; headers: Record<string, string> | undefined }): {
+  request?: { body: unknown };
+  response?: { headers?: Record<string, string> };
+} {
   return {
     ...(live.body === undefined ? {} : { request: { body: live.body } }),
     ...(live.headers === undefined ? {} : { response: { headers: redactHeadersOf(live.headers) as Record<string, string> } }),
@@ -392,7 +430,10 @@ function streamSummary(value: StreamRecord): CallSummary {
     {
       content,
       finishReason: finish?.finishReason ?? { unified: erred ? "error" : "other", raw: undefined },
-      usage: finish?.usage ?? { inputTokens: { total: 0, noCache: undefined, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: 0, text: undefined, reasoning: undefined } },
+      usage: finish?.usage ?? {
+        inputTokens: { total: 0, noCache: undefined, cacheRead: undefined, cacheWrite: undefined },
+        outputTokens: { total: 0, text: undefined, reasoning: undefined },
+      },
       warnings: [],
       latencyMs: value.latencyMs,
     } as LanguageModelV3GenerateResult & { latencyMs: number },

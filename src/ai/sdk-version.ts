@@ -82,7 +82,13 @@ function toolOutputToV3(output: unknown): unknown {
       const options = part.providerOptions === undefined ? {} : { providerOptions: part.providerOptions };
       switch (data?.type) {
         case "data":
-          return { type: "file-data", data: base64Of(data.data), mediaType: part.mediaType, ...(part.filename === undefined ? {} : { filename: part.filename }), ...options };
+          return {
+            type: "file-data",
+            data: base64Of(data.data),
+            mediaType: part.mediaType,
+            ...(part.filename === undefined ? {} : { filename: part.filename }),
+            ...options,
+          };
         case "url":
           return { type: "file-url", url: String(data.url), ...options };
         case "reference":
@@ -103,7 +109,11 @@ export function canonicalCallOptions(params: unknown, spec: ModelSpec): Language
     return {
       ...message,
       content: (message.content as Loose[]).map((part) =>
-        part.type === "file" ? { ...part, data: fileDataToV3(part.data) } : part.type === "tool-result" ? { ...part, output: toolOutputToV3(part.output) } : part,
+        part.type === "file"
+          ? { ...part, data: fileDataToV3(part.data) }
+          : part.type === "tool-result"
+            ? { ...part, output: toolOutputToV3(part.output) }
+            : part,
       ),
     };
   });
@@ -150,7 +160,10 @@ export function sdkStreamPart(part: LanguageModelV3StreamPart, spec: ModelSpec):
  */
 export function needsApprovalOptions(options: ToolExecuteOptions): { toolCallId: string; messages: unknown[] } {
   const o = options as unknown as Loose;
-  return { toolCallId: options.toolCallId, messages: options.messages, experimental_context: o.experimental_context, context: o.context } as { toolCallId: string; messages: unknown[] };
+  return { toolCallId: options.toolCallId, messages: options.messages, experimental_context: o.experimental_context, context: o.context } as {
+    toolCallId: string;
+    messages: unknown[];
+  };
 }
 
 /**

@@ -41,14 +41,19 @@ async function load(): Promise<Sdk | AiSdkUnavailableError> {
     [ai, provider] = await Promise.all([import("ai"), import("@ai-sdk/provider")]);
   } catch (error) {
     const found = [`ai ${versionOf("ai") ?? "not installed"}`, `@ai-sdk/provider ${versionOf("@ai-sdk/provider") ?? "not installed"}`].join(", ");
-    return new AiSdkUnavailableError(`Cairn's AI features need the Vercel AI SDK (${SUPPORTED}); found ${found}. Install it: npm install ai@7 @ai-sdk/provider@4 (Node ≥ 22) or ai@6 @ai-sdk/provider@3`, { cause: error });
+    return new AiSdkUnavailableError(
+      `Cairn's AI features need the Vercel AI SDK (${SUPPORTED}); found ${found}. Install it: npm install ai@7 @ai-sdk/provider@4 (Node ≥ 22) or ai@6 @ai-sdk/provider@3`,
+      { cause: error },
+    );
   }
   const aiVersion = versionOf("ai") ?? "";
   const providerVersion = versionOf("@ai-sdk/provider") ?? "";
   const major = Number(aiVersion.split(".")[0]);
   const providerMajor = Number(providerVersion.split(".")[0]);
   if (PAIRS[major] === undefined || PAIRS[major] !== providerMajor) {
-    return new AiSdkUnavailableError(`Cairn's AI features support ${SUPPORTED}; found ai ${aiVersion || "?"} with @ai-sdk/provider ${providerVersion || "?"}`);
+    return new AiSdkUnavailableError(
+      `Cairn's AI features support ${SUPPORTED}; found ai ${aiVersion || "?"} with @ai-sdk/provider ${providerVersion || "?"}`,
+    );
   }
   registerSdkErrors(ai as unknown as Record<string, unknown>, provider as unknown as Record<string, unknown>);
   return { ai, provider, major };

@@ -51,7 +51,10 @@ export function chunkOf(part: { type: string } & Record<string, unknown>): { kin
     }
     case "error": {
       const error = part.error as { name?: unknown; message?: unknown } | null | undefined;
-      const described = error instanceof Object && typeof error.message === "string" ? { name: String(error.name ?? "Error"), message: error.message } : { name: "Error", message: String(error) };
+      const described =
+        error instanceof Object && typeof error.message === "string"
+          ? { name: String(error.name ?? "Error"), message: error.message }
+          : { name: "Error", message: String(error) };
       return { kind: "error", text: described.message, part: { error: described } };
     }
     default:
@@ -201,7 +204,12 @@ async function newRows(store: Store, runId: string, seq: number, position: numbe
     const fields: Record<string, unknown> = { toolCallId: t.tool_call_id, toolName: t.tool_name };
     if (failed) fields.error = errorSummary(t.error);
     else fields.output = t.output === null ? undefined : safeDecode(t.output);
-    rows.push({ seq: Number(t.seq), position: 0, kind: failed ? "tool-error" : "tool-result", chunk: encodeValue({ text: "", part: fields }, "a tool result") });
+    rows.push({
+      seq: Number(t.seq),
+      position: 0,
+      kind: failed ? "tool-error" : "tool-result",
+      chunk: encodeValue({ text: "", part: fields }, "a tool result"),
+    });
   }
   return rows.sort((a, b) => a.seq - b.seq || a.position - b.position);
 }

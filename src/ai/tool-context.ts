@@ -13,7 +13,9 @@ export const TOOL_CONTEXT = Symbol.for("cairn.toolContext");
 export function toolContext(options: ToolExecuteOptions | undefined): AgentContext {
   const ctx = (options as { [TOOL_CONTEXT]?: AgentContext } | undefined)?.[TOOL_CONTEXT];
   if (ctx === undefined) {
-    throw new CairnError("toolContext(options) needs the options a Cairn agent passes to a tool's execute — call it inside a tool run by cairn.agent or ctx.tools");
+    throw new CairnError(
+      "toolContext(options) needs the options a Cairn agent passes to a tool's execute — call it inside a tool run by cairn.agent or ctx.tools",
+    );
   }
   return ctx;
 }

@@ -39,10 +39,16 @@ export async function decide(database: string, runId: string, toolCallId: string
     }
     const row = await findApproval(store, runId, toolCallId);
     if (row === undefined) {
-      throw new CliError(`run ${runId} has no approval request for tool call ${toolCallId}`, `list the pending ones with \`cairn approvals --run ${runId}\``);
+      throw new CliError(
+        `run ${runId} has no approval request for tool call ${toolCallId}`,
+        `list the pending ones with \`cairn approvals --run ${runId}\``,
+      );
     }
     if (row.status === "cancelled") {
-      throw new CliError(`tool call ${toolCallId} (${row.toolName}) in run ${runId} was withdrawn when the run was cancelled`, `resume the run first (\`cairn resume ${runId}\`), then decide`);
+      throw new CliError(
+        `tool call ${toolCallId} (${row.toolName}) in run ${runId} was withdrawn when the run was cancelled`,
+        `resume the run first (\`cairn resume ${runId}\`), then decide`,
+      );
     }
     if (row.status !== "pending") {
       const by = row.decidedBy === null ? "" : ` by ${row.decidedBy}`;

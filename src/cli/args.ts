@@ -34,7 +34,7 @@ export function parseArgs(argv: readonly string[], spec: OptionSpec, command: st
       continue;
     }
     const equals = token.indexOf("=");
-    const rawName = token.startsWith("--") ? token.slice(2, equals === -1 ? undefined : equals) : SHORT[token.slice(1)] ?? token;
+    const rawName = token.startsWith("--") ? token.slice(2, equals === -1 ? undefined : equals) : (SHORT[token.slice(1)] ?? token);
     const kind = spec[rawName];
     if (kind === undefined) throw new CliError(`unknown option ${token.split("=")[0]}`, `see \`${helpCommand(command)}\``);
     if (kind === "boolean") {

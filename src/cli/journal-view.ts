@@ -33,24 +33,24 @@ export function printRunView({ run, children, journal, page, agents }: RunView):
   print(lines.join("\n"));
   lines.length = 0;
   printTable(
-      [
-        { header: "SEQ", align: "right" },
-        "NAME",
-        "KIND",
-        "STATUS",
-        { header: "DURATION", align: "right" },
-        { header: "ATTEMPTS", align: "right" },
-        "OUTPUT / ERROR",
-      ],
-      journal.map((step) => [
-        String(step.seq),
-        step.name,
-        step.kind,
-        status(step.status),
-        step.finishedAt === null ? "-" : formatDuration(step.finishedAt - step.startedAt),
-        String(step.attempts),
-        stepPreview(step),
-      ]),
+    [
+      { header: "SEQ", align: "right" },
+      "NAME",
+      "KIND",
+      "STATUS",
+      { header: "DURATION", align: "right" },
+      { header: "ATTEMPTS", align: "right" },
+      "OUTPUT / ERROR",
+    ],
+    journal.map((step) => [
+      String(step.seq),
+      step.name,
+      step.kind,
+      status(step.status),
+      step.finishedAt === null ? "-" : formatDuration(step.finishedAt - step.startedAt),
+      String(step.attempts),
+      stepPreview(step),
+    ]),
   );
   const last = journal[journal.length - 1]!.seq;
   if (journal.length < page.total) {

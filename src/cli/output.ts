@@ -71,7 +71,10 @@ function* tableLines(columns: readonly (Column | string)[], rows: readonly strin
       })
       .join("  ")
       .trimEnd();
-  yield line(cols.map((c) => c.header), true);
+  yield line(
+    cols.map((c) => c.header),
+    true,
+  );
   for (const row of rows) yield line(row, false);
 }
 

@@ -72,9 +72,6 @@ function block(link: ProvenanceLink): string[] {
         link.error === null ? field("output", renderValue(link.output, 100)) : field("error", truncate(link.error, 100)),
       ];
     case "run":
-      return [
-        head("run", `${bold(link.runId)}  ${dim(`${link.workflow}, `)}${status(link.status)}`),
-        field("input", renderValue(link.input, 100)),
-      ];
+      return [head("run", `${bold(link.runId)}  ${dim(`${link.workflow}, `)}${status(link.status)}`), field("input", renderValue(link.input, 100))];
   }
 }

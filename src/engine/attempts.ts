@@ -131,4 +131,3 @@ class AttemptSignal {
     this.onStop = null;
   }
 }
-

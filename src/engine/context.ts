@@ -148,11 +148,7 @@ export interface WorkflowContext {
    * Failure semantics: the child's row and the parent's record of it commit together, under an id
    * stable across replays, so a crash never starts the child twice.
    */
-  child<Input, Output>(
-    workflow: ChildWorkflow<Input, Output>,
-    input: Input,
-    options?: ChildOptions,
-  ): Promise<ChildHandle<Output>>;
+  child<Input, Output>(workflow: ChildWorkflow<Input, Output>, input: Input, options?: ChildOptions): Promise<ChildHandle<Output>>;
 
   /**
    * Lets code change under in-flight runs: returns true for runs that reach this point under the

@@ -24,16 +24,7 @@ interface WellFormedString {
   isWellFormed(): boolean;
 }
 
-export type NameField =
-  | "workflow name"
-  | "agent name"
-  | "id"
-  | "runId"
-  | "topic"
-  | "key"
-  | "idempotencyKey"
-  | "step name"
-  | (string & {});
+export type NameField = "workflow name" | "agent name" | "id" | "runId" | "topic" | "key" | "idempotencyKey" | "step name" | (string & {});
 
 /** Throws InvalidSpecError naming `field` and `value` unless `value` obeys the rules above. */
 export function validateName(field: NameField, value: unknown, options: { allowEmpty?: boolean } = {}): asserts value is string {

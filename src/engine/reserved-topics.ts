@@ -22,6 +22,10 @@ export function assertUserSend(topic: unknown, idempotencyKey?: unknown): void {
     );
   }
   if (typeof idempotencyKey === "string" && isReservedTopic(idempotencyKey)) {
-    throw new InvalidSpecError("idempotencyKey", idempotencyKey, `keys beginning ${RESERVED_TOPIC_PREFIXES.map((p) => `"${p}"`).join(" or ")} are reserved for Cairn's own messages`);
+    throw new InvalidSpecError(
+      "idempotencyKey",
+      idempotencyKey,
+      `keys beginning ${RESERVED_TOPIC_PREFIXES.map((p) => `"${p}"`).join(" or ")} are reserved for Cairn's own messages`,
+    );
   }
 }

@@ -135,10 +135,10 @@ export async function loadProvenance(store: ReadStore, runId: string, seq: numbe
   const run = await store.getRun(runId);
   if (run === undefined) throw new RunNotFoundError(runId);
   const agentTables = await hasAgentTables(store);
-  const [step] = await store.select<StepRowLite>(
-    "SELECT seq, name, kind, status, output, error FROM cairn_journal WHERE run_id = $1 AND seq = $2",
-    [runId, seq],
-  );
+  const [step] = await store.select<StepRowLite>("SELECT seq, name, kind, status, output, error FROM cairn_journal WHERE run_id = $1 AND seq = $2", [
+    runId,
+    seq,
+  ]);
   const tool = agentTables ? await selectTool(store, runId, seq) : undefined;
   const model = agentTables ? await selectModel(store, runId, tool === undefined ? seq : tool.model_seq) : undefined;
   if (step === undefined && tool === undefined) throw await noSuchStep(store, runId, seq);
@@ -175,9 +175,7 @@ async function selectModel(store: ReadStore, runId: string, seq: unknown): Promi
 }
 
 async function noSuchStep(store: ReadStore, runId: string, seq: number): Promise<NoSuchStepError> {
-  const [row] = await store.select<{ n: unknown; last: unknown }>("SELECT count(*) AS n, MAX(seq) AS last FROM cairn_steps WHERE run_id = $1", [
-    runId,
-  ]);
+  const [row] = await store.select<{ n: unknown; last: unknown }>("SELECT count(*) AS n, MAX(seq) AS last FROM cairn_steps WHERE run_id = $1", [runId]);
   const steps = num(row?.n);
   return new NoSuchStepError(runId, seq, steps === 0 ? null : num(row?.last));
 }
@@ -218,10 +216,10 @@ function modelLink(row: ModelRow): ModelLink {
 /** The prompt's messages, read back from their content-addressed payloads. */
 async function promptLink(store: ReadStore, runId: string, model: ModelRow): Promise<PromptLink> {
   const hashes = await expandPromptMessages(model.prompt_messages, async (seq) => {
-    const [row] = await store.select<{ prompt_messages: string }>(
-      "SELECT prompt_messages FROM cairn_model_calls WHERE run_id = $1 AND seq = $2",
-      [runId, seq],
-    );
+    const [row] = await store.select<{ prompt_messages: string }>("SELECT prompt_messages FROM cairn_model_calls WHERE run_id = $1 AND seq = $2", [
+      runId,
+      seq,
+    ]);
     return row?.prompt_messages;
   });
   const unique = [...new Set(hashes)];

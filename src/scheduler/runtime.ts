@@ -96,8 +96,7 @@ export class CairnRuntime implements WorkflowHost, RunHost {
     this.clock = options.clock ?? systemClock;
     const leaseMs = options.leaseMs ?? 15_000;
     if (!Number.isFinite(leaseMs) || leaseMs <= 0) throw new InvalidSpecError("leaseMs", leaseMs, "must be > 0");
-    this.storeInstance =
-      options.store ?? openStore(this.database, options.synchronous === undefined ? {} : { synchronous: options.synchronous });
+    this.storeInstance = options.store ?? openStore(this.database, options.synchronous === undefined ? {} : { synchronous: options.synchronous });
     const pollIntervalMs = options.pollIntervalMs ?? (this.storeInstance.backend === "postgres" ? 500 : 200);
     if (!Number.isFinite(pollIntervalMs) || pollIntervalMs <= 0) {
       throw new InvalidSpecError("pollIntervalMs", pollIntervalMs, "must be > 0");

@@ -170,9 +170,7 @@ export async function deleteRunRows(sql: RetentionSql, runIds: string[], layers:
        UNION SELECT value_hash FROM cairn_events WHERE run_id IN (${list}) AND value_hash IS NOT NULL${layers.payloadColumns
          .filter((c) => layers.runTables.includes(c.table))
          .map((c) => `\n       UNION SELECT ${c.column} FROM ${c.table} WHERE run_id IN (${list}) AND ${c.column} IS NOT NULL`)
-         .join("")}${layers.payloadHashes
-         .map((q) => `\n       UNION SELECT h FROM (${q}) named WHERE named.run_id IN (${list})`)
-         .join("")}`,
+         .join("")}${layers.payloadHashes.map((q) => `\n       UNION SELECT h FROM (${q}) named WHERE named.run_id IN (${list})`).join("")}`,
       ids,
     );
     for (const { h } of named) if (h !== null) hashes.add(h);

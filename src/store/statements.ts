@@ -76,10 +76,7 @@ export function statements(d: SqlDialect) {
     ),
     heartbeat: s("heartbeat", "UPDATE cairn_executors SET heartbeat_at = $1 WHERE id = $2"),
     listExecutors: s("list_executors", "SELECT * FROM cairn_executors ORDER BY started_at"),
-    transferRuns: s(
-      "transfer_runs",
-      "UPDATE cairn_runs SET executor_id = $1, updated_at = $2 WHERE executor_id = $3 AND status = 'running' RETURNING id",
-    ),
+    transferRuns: s("transfer_runs", "UPDATE cairn_runs SET executor_id = $1, updated_at = $2 WHERE executor_id = $3 AND status = 'running' RETURNING id"),
     removeExecutors: s("remove_executors", `DELETE FROM cairn_executors WHERE ${d.inList("id", "$1")}`),
     removeDeadExecutors: s(
       "remove_dead_executors",

@@ -184,10 +184,7 @@ export interface ReceiveRequest {
   completion?: number | null;
 }
 
-export type ReceiveResult =
-  | { status: "received"; text: string }
-  | { status: "timed-out" }
-  | { status: "waiting"; deadline: number | null };
+export type ReceiveResult = { status: "received"; text: string } | { status: "timed-out" } | { status: "waiting"; deadline: number | null };
 
 export interface ExecutorRow {
   id: string;

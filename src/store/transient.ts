@@ -16,10 +16,7 @@ export function backoffMs(failures: number): number {
  * for a caller that is waiting anyway (`result()`, `status()`, `getEvent`). Any other error, a
  * transient one after `giveUpAt` (a `Date.now()` time), or `stop()` answering true, is thrown.
  */
-export async function retryTransient<T>(
-  fn: () => Promise<T>,
-  options: { giveUpAt: number; stop?: () => boolean },
-): Promise<T> {
+export async function retryTransient<T>(fn: () => Promise<T>, options: { giveUpAt: number; stop?: () => boolean }): Promise<T> {
   for (let failures = 1; ; failures++) {
     try {
       return await fn();

@@ -12,7 +12,11 @@ const lookUpInput = jsonSchema<{ id: number }>({ type: "object", properties: { i
 
 function lookUpTools(executions: number[]): ToolSet {
   return {
-    lookUp: tool({ description: "Look an order up", inputSchema: lookUpInput, execute: async ({ id }) => (executions.push(id), { id, totalCents: 4200 }) }),
+    lookUp: tool({
+      description: "Look an order up",
+      inputSchema: lookUpInput,
+      execute: async ({ id }) => (executions.push(id), { id, totalCents: 4200 }),
+    }),
     refund: tool({ description: "Refund an order", inputSchema: lookUpInput, execute: async ({ id }) => ({ refunded: id }) }),
   };
 }
@@ -156,7 +160,9 @@ describe.each(BACKENDS)("cairn.agent at parity with ToolLoopAgent on $name", (ba
     expect(out.toolResults[0]!.output).toEqual({ version: 1, artifact: "order-3.txt" });
     const memory = await storeOf(cairn).select<{ agent: string; key: string }>("SELECT agent, key FROM cairn_memory");
     expect(memory).toEqual([{ agent: "notes", key: "last-order" }]);
-    expect(() => toolContext({ toolCallId: "x", messages: [] } as unknown as Parameters<typeof toolContext>[0])).toThrow(/inside a tool run by cairn.agent or ctx.tools/);
+    expect(() => toolContext({ toolCallId: "x", messages: [] } as unknown as Parameters<typeof toolContext>[0])).toThrow(
+      /inside a tool run by cairn.agent or ctx.tools/,
+    );
   });
 
   it("replays a tool's memory and artifact writes after a restart without writing them again", async () => {

@@ -24,7 +24,12 @@ describe.each(BACKENDS)("agents on $name", (backend) => {
   });
 
   /** A support agent on the mock model; `ledger` records refunds by idempotency key. */
-  function supportAgent(cairn: Cairn, url: string, ledger: Map<string, number>, options: { permissions?: "approve" | "deny" | "allow"; budget?: object } = {}) {
+  function supportAgent(
+    cairn: Cairn,
+    url: string,
+    ledger: Map<string, number>,
+    options: { permissions?: "approve" | "deny" | "allow"; budget?: object } = {},
+  ) {
     const provider = createOpenAICompatible({ name: "mock", baseURL: url });
     return cairn.agent("support", {
       model: provider.chatModel("mock-1"),

@@ -109,7 +109,9 @@ describe.each(BACKENDS)("approval forgery on $name", (backend) => {
       expect.stringMatching(/already decided/),
     ]);
     const winner = raced[0]!.status === "fulfilled" ? "alice" : "bob";
-    await expect(cairn.approvals.approve("victim", request.toolCallId, { by: "carol" })).rejects.toThrow(/already decided \((approved|denied) by (alice|bob)\)/);
+    await expect(cairn.approvals.approve("victim", request.toolCallId, { by: "carol" })).rejects.toThrow(
+      /already decided \((approved|denied) by (alice|bob)\)/,
+    );
     await run.result();
     expect((await approvalRow(cairn))!.decided_by).toBe(winner);
   });
@@ -117,7 +119,9 @@ describe.each(BACKENDS)("approval forgery on $name", (backend) => {
   it("refuses to decide for a cancelled run until it is resumed", async () => {
     const { db, cairn, run, request, refunds } = await waitingAgent();
     await run.cancel();
-    await expect(cairn.approvals.approve("victim", request.toolCallId, { by: "ops" })).rejects.toThrow(/run victim is cancelled: its approval requests are withdrawn/);
+    await expect(cairn.approvals.approve("victim", request.toolCallId, { by: "ops" })).rejects.toThrow(
+      /run victim is cancelled: its approval requests are withdrawn/,
+    );
     const viaCli = await cli(["approve", "victim", request.toolCallId, "--database", db]);
     expectOneLineError(viaCli, /run victim is cancelled: its approval requests are withdrawn — resume it first/);
     await run.resume();

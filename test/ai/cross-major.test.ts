@@ -38,7 +38,9 @@ describe(`a journal written under AI SDK 6, under AI SDK ${sdkMajor}`, () => {
 
     const [request] = await cairn.approvals.list({ runId: "refund-42" });
     expect(request).toMatchObject({ toolName: "refund", input: { order: 42, cents: 1999 } });
-    const calls = await storeOf(cairn).select<{ seq: number; finish_reason: string }>("SELECT seq, finish_reason FROM cairn_model_calls WHERE run_id = 'refund-42' ORDER BY seq");
+    const calls = await storeOf(cairn).select<{ seq: number; finish_reason: string }>(
+      "SELECT seq, finish_reason FROM cairn_model_calls WHERE run_id = 'refund-42' ORDER BY seq",
+    );
     expect(calls.map((c) => c.finish_reason)).toEqual(["tool-calls"]);
 
     await cairn.approvals.approve("refund-42", request!.toolCallId, { by: "ops" });

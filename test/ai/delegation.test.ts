@@ -14,7 +14,12 @@ const SCRIPT: MockScript = {
     { match: { model: "lead-model", lastRole: "tool" }, reply: { content: "Both researchers reported." } },
     {
       match: { model: "lead-model", lastRole: "user" },
-      reply: { toolCalls: [{ name: "research", arguments: { prompt: "topic A" } }, { name: "research", arguments: { prompt: "topic B" } }] },
+      reply: {
+        toolCalls: [
+          { name: "research", arguments: { prompt: "topic A" } },
+          { name: "research", arguments: { prompt: "topic B" } },
+        ],
+      },
     },
   ],
 };

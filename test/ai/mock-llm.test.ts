@@ -163,7 +163,9 @@ describe("mock LLM, streaming", () => {
     expect([...argumentDeltas.values()].every((count) => count > 1)).toBe(true);
     expect(await result.text).toBe("Refunded order 1042: 2042 cents are on their way back to the original payment method.");
     const steps = await result.steps;
-    expect(steps.map((step) => step.usage.inputTokens)).toEqual(server.requests().map((r) => (r.reply.kind === "reply" ? r.reply.usage.promptTokens : -1)));
+    expect(steps.map((step) => step.usage.inputTokens)).toEqual(
+      server.requests().map((r) => (r.reply.kind === "reply" ? r.reply.usage.promptTokens : -1)),
+    );
   });
 });
 
@@ -264,7 +266,11 @@ describe("mock LLM request log", () => {
       toolCalls: [{ id: "call_1_0", name: "refund", arguments: '{"id":5,"amountCents":1005}' }],
       usage: expect.objectContaining({ completionTokens: 7 }) as unknown,
     });
-    expect(requests[2]!.reply).toMatchObject({ kind: "reply", finishReason: "stop", content: expect.stringMatching(/^Refunded order 5: 1005 cents/) as unknown });
+    expect(requests[2]!.reply).toMatchObject({
+      kind: "reply",
+      finishReason: "stop",
+      content: expect.stringMatching(/^Refunded order 5: 1005 cents/) as unknown,
+    });
     expect(Date.parse(requests[0]!.at)).not.toBeNaN();
     const lines = readFileSync(log, "utf8").trimEnd().split("\n");
     expect(lines.map((line) => JSON.parse(line) as unknown)).toEqual(requests);
@@ -286,20 +292,32 @@ describe("mock LLM scripts", () => {
     expect(invalid({ rules: [{ match: { lastRole: "bot" }, reply: { content: "x" } }] })).toBe(
       'invalid rules[0].match.lastRole in test.json: "bot" — must be one of system, user, assistant, tool',
     );
-    expect(invalid({ rules: [{ match: { lastrole: "user" }, reply: { content: "x" } }] })).toMatch(/^invalid rules\[0\]\.match\.lastrole in test\.json: "user" — unknown field/);
-    expect(invalid({ rules: [{ reply: { content: "order {{orderId}}" } }] })).toMatch(/^invalid rules\[0\]\.reply\.content in test\.json: "order \{\{orderId\}\}" — unknown placeholder \{\{orderId\}\}/);
-    expect(invalid({ rules: [{ reply: { toolCalls: [{ name: "t", arguments: { id: "{{nope}}" } }] } }] })).toMatch(/^invalid rules\[0\]\.reply\.toolCalls\[0\]\.arguments\.id in test\.json/);
+    expect(invalid({ rules: [{ match: { lastrole: "user" }, reply: { content: "x" } }] })).toMatch(
+      /^invalid rules\[0\]\.match\.lastrole in test\.json: "user" — unknown field/,
+    );
+    expect(invalid({ rules: [{ reply: { content: "order {{orderId}}" } }] })).toMatch(
+      /^invalid rules\[0\]\.reply\.content in test\.json: "order \{\{orderId\}\}" — unknown placeholder \{\{orderId\}\}/,
+    );
+    expect(invalid({ rules: [{ reply: { toolCalls: [{ name: "t", arguments: { id: "{{nope}}" } }] } }] })).toMatch(
+      /^invalid rules\[0\]\.reply\.toolCalls\[0\]\.arguments\.id in test\.json/,
+    );
     expect(invalid({ rules: [{ fault: { status: 200 } }] })).toBe("invalid rules[0].fault.status in test.json: 200 — must be an integer ≥ 400");
-    expect(invalid({ rules: [{ fault: { delayMs: 10 } }] })).toMatch(/^invalid rules\[0\]\.fault in test\.json: .* — a fault with only delayMs delays the rule's reply/);
+    expect(invalid({ rules: [{ fault: { delayMs: 10 } }] })).toMatch(
+      /^invalid rules\[0\]\.fault in test\.json: .* — a fault with only delayMs delays the rule's reply/,
+    );
     expect(invalid({ rules: [{ match: { turn: 0 } }] })).toMatch(/a rule needs a reply, a fault, or both$/);
-    expect(invalid({ rules: [{ match: { promptMatches: "(" }, reply: { content: "x" } }] })).toMatch(/^invalid rules\[0\]\.match\.promptMatches in test\.json: "\(" — not a regular expression/);
+    expect(invalid({ rules: [{ match: { promptMatches: "(" }, reply: { content: "x" } }] })).toMatch(
+      /^invalid rules\[0\]\.match\.promptMatches in test\.json: "\(" — not a regular expression/,
+    );
     expect(invalid({ rule: [] })).toMatch(/^invalid script\.rule in test\.json/);
     expect(invalid({ rules: {} })).toBe("invalid rules in test.json: {} — must be an array of rules");
   });
 
   it("loads built-in scripts and files, and says what is wrong with a bad one", async () => {
     expect(await loadMockScript("builtin:refund")).toEqual(BUILTIN_SCRIPTS.refund);
-    await expect(loadMockScript("builtin:nope")).rejects.toThrow('invalid mock-LLM script: "builtin:nope" — no such built-in script; there is builtin:refund');
+    await expect(loadMockScript("builtin:nope")).rejects.toThrow(
+      'invalid mock-LLM script: "builtin:nope" — no such built-in script; there is builtin:refund',
+    );
     const dir = scratchDir("cairn-mock-llm-");
     writeFileSync(join(dir, "good.json"), JSON.stringify(GREETING));
     expect(await loadMockScript(join(dir, "good.json"))).toEqual(GREETING);

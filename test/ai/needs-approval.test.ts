@@ -35,11 +35,10 @@ describe.each(BACKENDS)("needsApproval on $name", (backend) => {
   }
 
   function toolRows(cairn: Cairn, runId: string) {
-    return storeOf(cairn)
-      .select<{ tool_name: string; status: string; permission: string; decided_by: string | null }>(
-        "SELECT tool_name, status, permission, decided_by FROM cairn_tool_calls WHERE run_id = $1 ORDER BY seq",
-        [runId],
-      );
+    return storeOf(cairn).select<{ tool_name: string; status: string; permission: string; decided_by: string | null }>(
+      "SELECT tool_name, status, permission, decided_by FROM cairn_tool_calls WHERE run_id = $1 ORDER BY seq",
+      [runId],
+    );
   }
 
   it("waits for an approval in cairn.agent, across a restart, and runs the tool once approved", async () => {
@@ -89,7 +88,9 @@ describe.each(BACKENDS)("needsApproval on $name", (backend) => {
     expect(refunds).toEqual([500]);
     expect(toolOutputs(large.doGenerateCalls[1]!)).toEqual([{ type: "execution-denied", reason: "over the limit" }]);
     expect(out.text).toBe('tool said {"type":"execution-denied","reason":"over the limit"}');
-    expect(out.toolResults).toEqual([{ toolCallId: "call-refund", toolName: "refund", input: { amountCents: 50_000 }, output: { denied: true, reason: "over the limit" } }]);
+    expect(out.toolResults).toEqual([
+      { toolCallId: "call-refund", toolName: "refund", input: { amountCents: 50_000 }, output: { denied: true, reason: "over the limit" } },
+    ]);
     expect(await toolRows(cairn, "large")).toEqual([{ tool_name: "refund", status: "denied", permission: "approve", decided_by: "alice" }]);
     const asked = await storeOf(cairn).select<{ name: string }>("SELECT name FROM cairn_steps WHERE run_id = 'large' AND name LIKE 'needs-approval:%'");
     expect(asked.map((r) => r.name)).toEqual(["needs-approval:refund"]); // the function ran once, recorded
@@ -109,7 +110,9 @@ describe.each(BACKENDS)("needsApproval on $name", (backend) => {
     await cairn.approvals.approve("both", request.toolCallId, { by: "ops" });
     await run.result();
     expect(refunds).toEqual([700]);
-    const rows = await storeOf(cairn).select<{ status: string; decided_by: string }>("SELECT status, decided_by FROM cairn_approvals WHERE run_id = 'both'");
+    const rows = await storeOf(cairn).select<{ status: string; decided_by: string }>(
+      "SELECT status, decided_by FROM cairn_approvals WHERE run_id = 'both'",
+    );
     expect(rows).toEqual([{ status: "approved", decided_by: "ops" }]);
   });
 
@@ -150,12 +153,21 @@ describe.each(BACKENDS)("needsApproval on $name", (backend) => {
                 { type: "text-delta", id: "t", delta: `tool said ${JSON.stringify(outputs.at(-1))}` },
                 { type: "text-end", id: "t" },
               ];
-        const finish: LanguageModelV3StreamPart = { type: "finish", finishReason: { unified: outputs.length === 0 ? "tool-calls" : "stop", raw: undefined }, usage: usage() };
+        const finish: LanguageModelV3StreamPart = {
+          type: "finish",
+          finishReason: { unified: outputs.length === 0 ? "tool-calls" : "stop", raw: undefined },
+          usage: usage(),
+        };
         return { stream: simulateReadableStream({ chunks: [{ type: "stream-start", warnings: [] }, ...parts, finish] }) };
       },
     });
     const wf = cairn.workflow("streamed", async (ctx) => {
-      const result = streamText({ model: ctx.model(model), prompt: "Refund 3 dollars", tools: ctx.tools({ refund: refundTool(refunds, true) }), stopWhen: stepCountIs(3) });
+      const result = streamText({
+        model: ctx.model(model),
+        prompt: "Refund 3 dollars",
+        tools: ctx.tools({ refund: refundTool(refunds, true) }),
+        stopWhen: stepCountIs(3),
+      });
       return result.text;
     });
     await cairn.launch();

@@ -49,7 +49,17 @@ describe.each(BACKENDS)("AI SDK fidelity on $name", (backend) => {
       const error = await generateText({ model: ctx.model(model), prompt: "hello", maxRetries: 0 }).catch((e: unknown) => e);
       return { described: describeError(error), url: (error as APICallError).url, authorization: (error as APICallError).responseHeaders?.authorization };
     });
-    const plain = describeError(await generateText({ model: new MockLanguageModel({ doGenerate: async () => { throw outage(400); } }), prompt: "hello", maxRetries: 0 }).catch((e: unknown) => e));
+    const plain = describeError(
+      await generateText({
+        model: new MockLanguageModel({
+          doGenerate: async () => {
+            throw outage(400);
+          },
+        }),
+        prompt: "hello",
+        maxRetries: 0,
+      }).catch((e: unknown) => e),
+    );
     expect(live.described).toEqual(plain);
     expect(replayed.described).toEqual(plain);
     expect(plain).toMatchObject({ isInstance: true, instanceOf: true, statusCode: 400, isRetryable: false, requestId: "req-42" });
@@ -97,8 +107,12 @@ describe.each(BACKENDS)("AI SDK fidelity on $name", (backend) => {
     const notRetryable = failing(400);
     const { live } = await liveAndReplayed(env, "p7-layers", async (ctx) => {
       const sdk = await generateText({ model: ctx.model(sdkLayer), prompt: "a" }).catch((e: unknown) => (e as Error).name);
-      const own = await generateText({ model: ctx.model(cairnLayer, { retries: 2 }), prompt: "b", maxRetries: 0 }).catch((e: unknown) => (e as Error).name);
-      const once = await generateText({ model: ctx.model(notRetryable, { retries: 2 }), prompt: "c", maxRetries: 0 }).catch((e: unknown) => (e as Error).name);
+      const own = await generateText({ model: ctx.model(cairnLayer, { retries: 2 }), prompt: "b", maxRetries: 0 }).catch(
+        (e: unknown) => (e as Error).name,
+      );
+      const once = await generateText({ model: ctx.model(notRetryable, { retries: 2 }), prompt: "c", maxRetries: 0 }).catch(
+        (e: unknown) => (e as Error).name,
+      );
       return [sdk, own, once];
     });
     expect(live).toEqual(["AI_RetryError", "AI_APICallError", "AI_APICallError"]);
@@ -119,7 +133,9 @@ describe.each(BACKENDS)("AI SDK fidelity on $name", (backend) => {
     const wf = cairn.workflow("p7-abort", async (ctx) => {
       const controller = new AbortController();
       setTimeout(() => controller.abort(new DOMException("the caller gave up", "AbortError")), 20);
-      const error = await generateText({ model: ctx.model(model, { retries: 3 }), prompt: "hi", abortSignal: controller.signal, maxRetries: 0 }).catch((e: unknown) => e);
+      const error = await generateText({ model: ctx.model(model, { retries: 3 }), prompt: "hi", abortSignal: controller.signal, maxRetries: 0 }).catch(
+        (e: unknown) => e,
+      );
       return (error as Error).name;
     });
     await cairn.launch();
@@ -131,7 +147,14 @@ describe.each(BACKENDS)("AI SDK fidelity on $name", (backend) => {
   it("point 4: the response id and timestamp the provider omits are recorded and replayed (generate and stream)", async () => {
     const generating = new MockLanguageModel({ doGenerate: async () => textResult("hi") });
     const streaming = new MockLanguageModel({
-      doStream: async () => streamOf([{ type: "stream-start", warnings: [] }, { type: "text-start", id: "t" }, { type: "text-delta", id: "t", delta: "hi" }, { type: "text-end", id: "t" }, FINISH]),
+      doStream: async () =>
+        streamOf([
+          { type: "stream-start", warnings: [] },
+          { type: "text-start", id: "t" },
+          { type: "text-delta", id: "t", delta: "hi" },
+          { type: "text-end", id: "t" },
+          FINISH,
+        ]),
     });
     const { live, replayed } = await liveAndReplayed(env, "p4-ids", async (ctx) => {
       const generated = await generateText({ model: ctx.model(generating), prompt: "a" });
@@ -158,7 +181,12 @@ describe.each(BACKENDS)("AI SDK fidelity on $name", (backend) => {
     });
     const model = new MockLanguageModel({
       doGenerate: [
-        { content: [{ type: "tool-call", toolCallId: "call-1", toolName: "refund", input: '{"order":"42"}' }], finishReason: { unified: "tool-calls", raw: "tool_calls" }, usage: textResult("").usage, warnings: [] },
+        {
+          content: [{ type: "tool-call", toolCallId: "call-1", toolName: "refund", input: '{"order":"42"}' }],
+          finishReason: { unified: "tool-calls", raw: "tool_calls" },
+          usage: textResult("").usage,
+          warnings: [],
+        },
         textResult("Refunded order 42."),
       ],
     });
@@ -198,18 +226,32 @@ describe.each(BACKENDS)("AI SDK fidelity on $name", (backend) => {
       { type: "text-start", id: "txt-0" },
       { type: "text-delta", id: "txt-0", delta: text },
       { type: "text-end", id: "txt-0" },
-      ...(finish.type === "finish" && finish.finishReason.unified === "tool-calls" ? [{ type: "tool-call", toolCallId: "c1", toolName: "noop", input: "{}" } as LanguageModelV3StreamPart] : []),
+      ...(finish.type === "finish" && finish.finishReason.unified === "tool-calls"
+        ? [{ type: "tool-call", toolCallId: "c1", toolName: "noop", input: "{}" } as LanguageModelV3StreamPart]
+        : []),
       finish,
     ];
     const model = new MockLanguageModel({
       doStream: [
-        streamOf(step("first ", { type: "finish", finishReason: { unified: "tool-calls", raw: "tool_calls" }, usage: FINISH.type === "finish" ? FINISH.usage : textResult("").usage })),
+        streamOf(
+          step("first ", {
+            type: "finish",
+            finishReason: { unified: "tool-calls", raw: "tool_calls" },
+            usage: FINISH.type === "finish" ? FINISH.usage : textResult("").usage,
+          }),
+        ),
         streamOf(step("second", FINISH)),
       ],
     });
     const noop = tool({ inputSchema: jsonSchema<Record<string, never>>({ type: "object", properties: {} }), execute: async () => "done" });
     const { live, replayed } = await liveAndReplayed(env, "p4-part-ids", async (ctx) => {
-      const result = streamText({ model: ctx.model(model), prompt: "go", tools: { noop }, stopWhen: ({ steps }) => steps.length >= 2, _internal: { generateId: ctx.generateId } });
+      const result = streamText({
+        model: ctx.model(model),
+        prompt: "go",
+        tools: { noop },
+        stopWhen: ({ steps }) => steps.length >= 2,
+        _internal: { generateId: ctx.generateId },
+      });
       const ids: string[] = [];
       for await (const part of result.fullStream) if (part.type === "text-start") ids.push(part.id);
       return ids;
@@ -279,18 +321,40 @@ describe.each(BACKENDS)("AI SDK fidelity on $name", (backend) => {
     const cairn = env.cairn(db);
     await storeOf(cairn).migrate();
     await storeOf(cairn).commit(null, [
-      { type: "insert", table: "cairn_stream_chunks", values: { run_id: "cut-kinds", model_seq: 0, position: 1, kind: "reasoning", chunk: '{"text":"STALE","part":{"id":"r"}}', created_at: 1 } },
-      { type: "insert", table: "cairn_stream_chunks", values: { run_id: "cut-kinds", model_seq: 0, position: 2, kind: "tool-input-delta", chunk: '{"text":"STALE","part":{"id":"x"}}', created_at: 1 } },
+      {
+        type: "insert",
+        table: "cairn_stream_chunks",
+        values: { run_id: "cut-kinds", model_seq: 0, position: 1, kind: "reasoning", chunk: '{"text":"STALE","part":{"id":"r"}}', created_at: 1 },
+      },
+      {
+        type: "insert",
+        table: "cairn_stream_chunks",
+        values: { run_id: "cut-kinds", model_seq: 0, position: 2, kind: "tool-input-delta", chunk: '{"text":"STALE","part":{"id":"x"}}', created_at: 1 },
+      },
     ]);
     const model = new MockLanguageModel({
-      doStream: async () => streamOf([{ type: "reasoning-start", id: "r" }, { type: "reasoning-delta", id: "r", delta: "fresh" }, { type: "reasoning-end", id: "r" }, { type: "text-start", id: "t" }, { type: "text-delta", id: "t", delta: "done" }, { type: "text-end", id: "t" }, FINISH]),
+      doStream: async () =>
+        streamOf([
+          { type: "reasoning-start", id: "r" },
+          { type: "reasoning-delta", id: "r", delta: "fresh" },
+          { type: "reasoning-end", id: "r" },
+          { type: "text-start", id: "t" },
+          { type: "text-delta", id: "t", delta: "done" },
+          { type: "text-end", id: "t" },
+          FINISH,
+        ]),
     });
     const wf = cairn.workflow("cut-kinds", async (ctx) => streamText({ model: ctx.model(model), prompt: "go" }).text);
     await cairn.launch();
     expect(await (await wf.start(undefined, { id: "cut-kinds" })).result()).toBe("done");
     const chunks: [string, string][] = [];
     for await (const chunk of cairn.stream("cut-kinds")) chunks.push([chunk.kind, chunk.text]);
-    expect(chunks).toEqual([["reset", ""], ["reasoning", "fresh"], ["text", "done"], ["finish", ""]]);
+    expect(chunks).toEqual([
+      ["reset", ""],
+      ["reasoning", "fresh"],
+      ["text", "done"],
+      ["finish", ""],
+    ]);
   });
 
   it("point 9: response headers and body recorded; request.body rebuilt on replay, credentials out, storage per turn flat", async () => {
@@ -298,8 +362,18 @@ describe.each(BACKENDS)("AI SDK fidelity on $name", (backend) => {
     const model = new MockLanguageModel({
       doGenerate: async (options: LanguageModelV3CallOptions) => ({
         ...textResult(`reply ${options.prompt.length} ${"x".repeat(300)}`),
-        request: { body: { model: "m", api_key: "sk-body-secret", temperature: 0, messages: options.prompt.map((m) => ({ role: m.role, content: JSON.stringify(m.content) })) } },
-        response: { headers: { "x-request-id": `req-${options.prompt.length}`, "set-cookie": "session=sk-cookie" }, body: { id: "raw", usage: { total: 5 } } },
+        request: {
+          body: {
+            model: "m",
+            api_key: "sk-body-secret",
+            temperature: 0,
+            messages: options.prompt.map((m) => ({ role: m.role, content: JSON.stringify(m.content) })),
+          },
+        },
+        response: {
+          headers: { "x-request-id": `req-${options.prompt.length}`, "set-cookie": "session=sk-cookie" },
+          body: { id: "raw", usage: { total: 5 } },
+        },
       }),
     });
     const { live, replayed, cairn } = await liveAndReplayed(env, "p9-records", async (ctx) => {
@@ -401,9 +475,19 @@ describe.each(BACKENDS)("AI SDK fidelity on $name", (backend) => {
           { type: "tool-input-delta", id: "call-1", delta: '"Oslo"}' },
           { type: "tool-input-end", id: "call-1" },
           { type: "tool-call", toolCallId: "call-1", toolName: "weather", input: '{"city":"Oslo"}' },
-          { type: "finish", finishReason: { unified: "tool-calls", raw: "tool_calls" }, usage: FINISH.type === "finish" ? FINISH.usage : textResult("").usage },
+          {
+            type: "finish",
+            finishReason: { unified: "tool-calls", raw: "tool_calls" },
+            usage: FINISH.type === "finish" ? FINISH.usage : textResult("").usage,
+          },
         ]),
-        streamOf([{ type: "text-start", id: "t" }, { type: "text-delta", id: "t", delta: "Sunny in " }, { type: "text-delta", id: "t", delta: "Oslo." }, { type: "text-end", id: "t" }, FINISH]),
+        streamOf([
+          { type: "text-start", id: "t" },
+          { type: "text-delta", id: "t", delta: "Sunny in " },
+          { type: "text-delta", id: "t", delta: "Oslo." },
+          { type: "text-end", id: "t" },
+          FINISH,
+        ]),
       ],
     });
     const cairn = env.cairn(await env.database());
@@ -412,7 +496,12 @@ describe.each(BACKENDS)("AI SDK fidelity on $name", (backend) => {
         inputSchema: jsonSchema<{ city: string }>({ type: "object", properties: { city: { type: "string" } }, required: ["city"] }),
         execute: async ({ city }) => ({ city, sky: "sunny" }),
       });
-      const result = streamText({ model: ctx.model(model), prompt: "Weather in Oslo?", tools: ctx.tools({ weather }), stopWhen: ({ steps }) => steps.length >= 2 });
+      const result = streamText({
+        model: ctx.model(model),
+        prompt: "Weather in Oslo?",
+        tools: ctx.tools({ weather }),
+        stopWhen: ({ steps }) => steps.length >= 2,
+      });
       return result.text;
     });
     await cairn.launch();
@@ -420,13 +509,32 @@ describe.each(BACKENDS)("AI SDK fidelity on $name", (backend) => {
     const chunks: { kind: string; text: string; part?: Record<string, unknown> }[] = [];
     for await (const chunk of cairn.stream("every-kind")) chunks.push(chunk);
     expect(chunks.map((c) => c.kind)).toEqual([
-      "reset", "reasoning", "tool-input-start", "tool-input-delta", "tool-input-delta", "tool-input-end", "tool-call", "finish",
+      "reset",
+      "reasoning",
+      "tool-input-start",
+      "tool-input-delta",
+      "tool-input-delta",
+      "tool-input-end",
+      "tool-call",
+      "finish",
       "tool-result",
-      "reset", "text", "text", "finish",
+      "reset",
+      "text",
+      "text",
+      "finish",
     ]);
-    expect(chunks.filter((c) => c.kind === "text").map((c) => c.text).join("")).toBe("Sunny in Oslo.");
+    expect(
+      chunks
+        .filter((c) => c.kind === "text")
+        .map((c) => c.text)
+        .join(""),
+    ).toBe("Sunny in Oslo.");
     expect(chunks.find((c) => c.kind === "reasoning")!.text).toBe("Think about the weather.");
-    expect(chunks.find((c) => c.kind === "tool-result")!.part).toEqual({ toolCallId: "call-1", toolName: "weather", output: { city: "Oslo", sky: "sunny" } });
+    expect(chunks.find((c) => c.kind === "tool-result")!.part).toEqual({
+      toolCallId: "call-1",
+      toolName: "weather",
+      output: { city: "Oslo", sky: "sunny" },
+    });
     expect(chunks.find((c) => c.kind === "tool-call")!.part).toMatchObject({ toolCallId: "call-1", toolName: "weather", input: '{"city":"Oslo"}' });
   });
 
@@ -438,7 +546,13 @@ describe.each(BACKENDS)("AI SDK fidelity on $name", (backend) => {
       await ctx.step("after", () => 1);
       return seen;
     });
-    expect(live).toEqual([["start", false], ["onStepFinish", false]]);
-    expect(replayed).toEqual([["start", true], ["onStepFinish", true]]);
+    expect(live).toEqual([
+      ["start", false],
+      ["onStepFinish", false],
+    ]);
+    expect(replayed).toEqual([
+      ["start", true],
+      ["onStepFinish", true],
+    ]);
   });
 });

@@ -14,7 +14,8 @@ const require = createRequire(import.meta.url);
 export const sdkMajor = Number((JSON.parse(readFileSync(require.resolve("ai/package.json"), "utf8")) as { version: string }).version.split(".")[0]);
 
 /** The installed major's own mock language model: MockLanguageModelV3 (ai@6) or MockLanguageModelV4 (ai@7). */
-export const MockLanguageModel: typeof MockLanguageModelV3 = ((aiTest as Record<string, unknown>).MockLanguageModelV4 as typeof MockLanguageModelV3 | undefined) ?? MockLanguageModelV3;
+export const MockLanguageModel: typeof MockLanguageModelV3 =
+  ((aiTest as Record<string, unknown>).MockLanguageModelV4 as typeof MockLanguageModelV3 | undefined) ?? MockLanguageModelV3;
 
 /** ai@7 leaves request and response bodies out of results unless asked; ai@6 includes them. */
 export const withBodies: Record<string, unknown> = sdkMajor >= 7 ? { include: { requestBody: true, responseBody: true } } : {};

@@ -13,23 +13,76 @@ describe("the AI SDK version adapter", () => {
     const v4 = {
       prompt: [
         { role: "system", content: "Be brief." },
-        { role: "user", content: [{ type: "text", text: "see" }, { type: "file", mediaType: "image/png", data: { type: "data", data: bytes } }, { type: "file", mediaType: "image/png", data: { type: "url", url: new URL("https://x.test/a.png") } }] },
-        { role: "tool", content: [{ type: "tool-result", toolCallId: "c", toolName: "t", output: { type: "content", value: [{ type: "text", text: "ok" }, { type: "file", mediaType: "text/plain", data: { type: "data", data: "aGk=" } }] } }] },
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "see" },
+            { type: "file", mediaType: "image/png", data: { type: "data", data: bytes } },
+            { type: "file", mediaType: "image/png", data: { type: "url", url: new URL("https://x.test/a.png") } },
+          ],
+        },
+        {
+          role: "tool",
+          content: [
+            {
+              type: "tool-result",
+              toolCallId: "c",
+              toolName: "t",
+              output: {
+                type: "content",
+                value: [
+                  { type: "text", text: "ok" },
+                  { type: "file", mediaType: "text/plain", data: { type: "data", data: "aGk=" } },
+                ],
+              },
+            },
+          ],
+        },
       ],
     };
     const canonical = canonicalCallOptions(v4, "v4");
     expect(canonical.prompt).toEqual([
       { role: "system", content: "Be brief." },
-      { role: "user", content: [{ type: "text", text: "see" }, { type: "file", mediaType: "image/png", data: bytes }, { type: "file", mediaType: "image/png", data: new URL("https://x.test/a.png") }] },
-      { role: "tool", content: [{ type: "tool-result", toolCallId: "c", toolName: "t", output: { type: "content", value: [{ type: "text", text: "ok" }, { type: "file-data", data: "aGk=", mediaType: "text/plain" }] } }] },
+      {
+        role: "user",
+        content: [
+          { type: "text", text: "see" },
+          { type: "file", mediaType: "image/png", data: bytes },
+          { type: "file", mediaType: "image/png", data: new URL("https://x.test/a.png") },
+        ],
+      },
+      {
+        role: "tool",
+        content: [
+          {
+            type: "tool-result",
+            toolCallId: "c",
+            toolName: "t",
+            output: {
+              type: "content",
+              value: [
+                { type: "text", text: "ok" },
+                { type: "file-data", data: "aGk=", mediaType: "text/plain" },
+              ],
+            },
+          },
+        ],
+      },
     ]);
     expect(canonicalCallOptions(v4, "v3")).toBe(v4);
   });
 
   it("records v4 file content as v3 has it and returns it tagged again; text and tool calls are the same in both", () => {
-    const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: 1, text: 1, reasoning: undefined } };
+    const usage = {
+      inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined },
+      outputTokens: { total: 1, text: 1, reasoning: undefined },
+    };
     const v4 = {
-      content: [{ type: "text", text: "hi" }, { type: "tool-call", toolCallId: "c", toolName: "t", input: "{}" }, { type: "file", mediaType: "image/png", data: { type: "data", data: "AQID" } }],
+      content: [
+        { type: "text", text: "hi" },
+        { type: "tool-call", toolCallId: "c", toolName: "t", input: "{}" },
+        { type: "file", mediaType: "image/png", data: { type: "data", data: "AQID" } },
+      ],
       finishReason: { unified: "stop", raw: "stop" },
       usage,
       warnings: [],

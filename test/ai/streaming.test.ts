@@ -39,13 +39,23 @@ describe.each(BACKENDS)("durable streams on $name", (backend) => {
       for await (const chunk of reader.stream("story")) chunks.push(chunk);
     })();
     await eventually(() => chunks.some((c) => c.kind === "finish"));
-    expect(chunks.filter((c) => c.kind === "text").map((c) => c.text).join("")).toBe(STORY);
+    expect(
+      chunks
+        .filter((c) => c.kind === "text")
+        .map((c) => c.text)
+        .join(""),
+    ).toBe(STORY);
     const resumed: string[] = [];
     for await (const chunk of reader.stream("story", { after: chunks[1]!.offset })) {
       resumed.push(chunk.text);
       if (chunk.kind === "finish") break;
     }
-    expect(resumed.join("")).toBe(chunks.slice(2).map((c) => c.text).join(""));
+    expect(resumed.join("")).toBe(
+      chunks
+        .slice(2)
+        .map((c) => c.text)
+        .join(""),
+    );
 
     // Restart: the recorded stream replays; the provider is not asked again.
     await writer.shutdown();
@@ -83,7 +93,11 @@ describe.each(BACKENDS)("durable streams on $name", (backend) => {
     await storeOf(cairn).migrate();
     // What a crashed first attempt left behind: half a stream, with text the provider never repeats.
     await storeOf(cairn).commit(null, [
-      { type: "insert", table: "cairn_stream_chunks", values: { run_id: "cut", model_seq: 0, position: 0, kind: "text", chunk: "GARBLED", created_at: 1 } },
+      {
+        type: "insert",
+        table: "cairn_stream_chunks",
+        values: { run_id: "cut", model_seq: 0, position: 0, kind: "text", chunk: "GARBLED", created_at: 1 },
+      },
       { type: "insert", table: "cairn_stream_chunks", values: { run_id: "cut", model_seq: 0, position: 999, kind: "text", chunk: "MORE", created_at: 1 } },
     ]);
     const provider = createOpenAICompatible({ name: "mock", baseURL: llm.url });

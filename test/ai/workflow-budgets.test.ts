@@ -20,9 +20,16 @@ describe.each(BACKENDS)("workflow budgets on $name", (backend) => {
   const env = cairnFactory(backend);
 
   async function spent(cairn: Cairn, runId: string): Promise<Spent[]> {
-    const rows = await storeOf(cairn)
-      .select<Spent>("SELECT run_id, parent_run_id, tokens_spent, usd_spent, model_calls_spent FROM cairn_budgets WHERE run_id LIKE $1 ORDER BY run_id", [`${runId}%`]);
-    return rows.map((r) => ({ ...r, tokens_spent: Number(r.tokens_spent), usd_spent: Number(r.usd_spent), model_calls_spent: Number(r.model_calls_spent) }));
+    const rows = await storeOf(cairn).select<Spent>(
+      "SELECT run_id, parent_run_id, tokens_spent, usd_spent, model_calls_spent FROM cairn_budgets WHERE run_id LIKE $1 ORDER BY run_id",
+      [`${runId}%`],
+    );
+    return rows.map((r) => ({
+      ...r,
+      tokens_spent: Number(r.tokens_spent),
+      usd_spent: Number(r.usd_spent),
+      model_calls_spent: Number(r.model_calls_spent),
+    }));
   }
 
   /** Asks `calls` times; returns how many answered and the name of the error that stopped it. */
@@ -120,7 +127,7 @@ describe.each(BACKENDS)("workflow budgets on $name", (backend) => {
     expect(await spent(second, "x")).toEqual([{ run_id: "x#model-budget:0", parent_run_id: null, tokens_spent: 20, usd_spent: 0, model_calls_spent: 2 }]);
   });
 
-  it("asks for more with onBudgetExceeded: \"ask\", as an agent does", async () => {
+  it('asks for more with onBudgetExceeded: "ask", as an agent does', async () => {
     const cairn = env.cairn(await env.database(), { pollIntervalMs: 50 });
     const model = plainText("ok");
     const wf = cairn.workflow("ask-more", async (ctx) => ask(ctx.model(model, { budget: { modelCalls: 1 }, onBudgetExceeded: "ask" }), 2));

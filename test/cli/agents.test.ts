@@ -74,7 +74,9 @@ describe.each(BACKENDS)("cairn approvals/approve/deny/why on $name", (backend) =
     expectOk(listed);
     const lines = listed.stdout.trim().split("\n");
     expect(lines[0]).toMatch(/^RUN\s+TOOL CALL\s+TOOL\s+INPUT\s+REQUESTED\s+WAITING$/);
-    expect(lines[1]).toMatch(new RegExp(`^ticket-42\\s+${toolCallId}\\s+refund\\s+\\{"id":"?42"?,"amountCents":"?4200"?\\}\\s+\\d{4}-\\d\\d-\\d\\d \\S+\\s+\\S+$`));
+    expect(lines[1]).toMatch(
+      new RegExp(`^ticket-42\\s+${toolCallId}\\s+refund\\s+\\{"id":"?42"?,"amountCents":"?4200"?\\}\\s+\\d{4}-\\d\\d-\\d\\d \\S+\\s+\\S+$`),
+    );
     expect(lines).toHaveLength(3);
     const json = JSON.parse((await cli(["approvals", "--run", "ticket-42", "--json", "--database", db])).stdout) as Record<string, unknown>[];
     expect(json).toEqual([expect.objectContaining({ runId: "ticket-42", toolCallId, toolName: "refund", waitingMs: expect.any(Number) })]);

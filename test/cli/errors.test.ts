@@ -56,7 +56,13 @@ describe.each(BACKENDS)("cairn errors on $name", (backend) => {
     const db = await env.database();
     const cairn = env.cairn(db);
     await storeOf(cairn).migrate();
-    for (const args of [["show", "nope"], ["cancel", "nope"], ["resume", "nope"], ["fork", "nope", "--from", "0"], ["send", "nope", "topic", "1"]]) {
+    for (const args of [
+      ["show", "nope"],
+      ["cancel", "nope"],
+      ["resume", "nope"],
+      ["fork", "nope", "--from", "0"],
+      ["send", "nope", "topic", "1"],
+    ]) {
       expectOneLineError(await cli([...args, "--database", db]), /no run with id "nope" — list runs with `cairn runs`/);
     }
   });

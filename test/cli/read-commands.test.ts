@@ -37,7 +37,12 @@ describe.each(BACKENDS)("cairn runs/show/sql on $name", (backend) => {
     expectOk(all);
     const lines = all.stdout.trim().split("\n");
     expect(lines[0]).toMatch(/^ID\s+WORKFLOW\s+STATUS\s+CREATED\s+DURATION\s+RECOVERIES$/);
-    expect(lines.slice(1).map((line) => line.split(/\s+/)[0]).sort()).toEqual(["f1", "g1", "kid", "p1"]);
+    expect(
+      lines
+        .slice(1)
+        .map((line) => line.split(/\s+/)[0])
+        .sort(),
+    ).toEqual(["f1", "g1", "kid", "p1"]);
     expect(all.stdout).toMatch(/f1\s+pay\s+failed/);
 
     const failed = await cli(["runs", "--status", "failed", "--json", "--database", db]);

@@ -20,8 +20,7 @@ import { scratchDir } from "../scratch.js";
 
 const WORKER = fileURLToPath(new URL("../fixtures/agent-worker.mjs", import.meta.url));
 
-const STORY =
-  "Order 7505 left the warehouse at dawn, crossed three rivers and two mountain passes, and reached its owner before the kettle boiled.";
+const STORY = "Order 7505 left the warehouse at dawn, crossed three rivers and two mountain passes, and reached its owner before the kettle boiled.";
 
 /** The support agent answers by REFUND_SCRIPT; the lead delegates to a researcher; the storyteller streams. */
 const SCRIPT: MockScript = {
@@ -352,7 +351,7 @@ describe.each(BACKENDS)("SIGKILL during agents on $name", (backend) => {
     expect([await modelCalls(observer, "lead"), await modelCalls(observer, child!.id)]).toEqual([2, 2]);
     // The child's spending is charged to the lead's budget too; the call cut off by the kill is not.
     expect([await modelCallsSpent(observer, "lead"), await modelCallsSpent(observer, child!.id)]).toEqual([4, 2]);
-    expect(ledgerLines(ledger, "search")).toEqual([`${child!.id}:${(await searchSeq(observer, child!.id))}`]);
+    expect(ledgerLines(ledger, "search")).toEqual([`${child!.id}:${await searchSeq(observer, child!.id)}`]);
   });
 
   it("killed mid-stream: the stream is rebuilt, and readers see the recorded answer exactly once", async () => {
@@ -388,7 +387,12 @@ describe.each(BACKENDS)("SIGKILL during agents on $name", (backend) => {
     for (const chunks of [live, read]) {
       // A reader drops what it has of a call when a new attempt at it begins (a reset).
       const afterReset = chunks.slice(chunks.map((c) => c.kind).lastIndexOf("reset") + 1);
-      expect(afterReset.filter((c) => c.kind === "text").map((c) => c.text).join("")).toBe(STORY);
+      expect(
+        afterReset
+          .filter((c) => c.kind === "text")
+          .map((c) => c.text)
+          .join(""),
+      ).toBe(STORY);
       expect(chunks.filter((c) => c.kind === "finish")).toHaveLength(1);
       expect(chunks.at(-1)!.kind).toBe("finish");
     }
@@ -406,7 +410,14 @@ describe.each(BACKENDS)("SIGKILL during agents on $name", (backend) => {
     other = await startMockLlm({ script: { rules: [{ reply: { content: "Alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu." } }] } });
     const prompt = "Tell the story of order 7606";
     // It awaits nothing and stays up until told to stop.
-    const old = worker(db, { start: [{ agent: "storyteller", id: "zombie", prompt }], await: [], stay: true, streamDelayMs: 60, leaseMs: 500, llm: other.url });
+    const old = worker(db, {
+      start: [{ agent: "storyteller", id: "zombie", prompt }],
+      await: [],
+      stay: true,
+      streamDelayMs: 60,
+      leaseMs: 500,
+      llm: other.url,
+    });
     await old.count(/^part /, 3);
     await freezeOutsideWrites(old, observer, db);
     const successor = worker(db, { await: ["zombie"], leaseMs: 500 });
@@ -421,7 +432,8 @@ describe.each(BACKENDS)("SIGKILL during agents on $name", (backend) => {
     process.kill(old.pid, "SIGTERM");
     await old.line(/^stopped$/);
     const text: string[] = [];
-    for await (const chunk of observer.stream("zombie", { signal: AbortSignal.timeout(10_000) })) text.push(chunk.kind === "finish" ? "<finish>" : chunk.text);
+    for await (const chunk of observer.stream("zombie", { signal: AbortSignal.timeout(10_000) }))
+      text.push(chunk.kind === "finish" ? "<finish>" : chunk.text);
     expect(text.join("")).toBe(`${STORY}<finish>`);
     const rows = await storeOf(observer).select<{ n: number }>("SELECT count(*) AS n FROM cairn_stream_chunks WHERE run_id = 'zombie'");
     expect(Number(rows[0]!.n)).toBe(STORY.split(" ").length + 2); // reset, the words, finish
@@ -440,13 +452,14 @@ function stopped(pid: number): boolean {
  * it names as having asked for it (`model_seq`), or null when that call's record does not list it.
  */
 async function provenance(cairn: Cairn, runId: string): Promise<[string, number | null][]> {
-  const tools = await storeOf(cairn)
-    .select<{ tool_name: string; tool_call_id: string; model_seq: number | null }>(
-      "SELECT tool_name, tool_call_id, model_seq FROM cairn_tool_calls WHERE run_id = $1 ORDER BY seq",
-      [runId],
-    );
-  const calls = await storeOf(cairn)
-    .select<{ seq: number; tool_call_ids: string }>("SELECT seq, tool_call_ids FROM cairn_model_calls WHERE run_id = $1 ORDER BY seq", [runId]);
+  const tools = await storeOf(cairn).select<{ tool_name: string; tool_call_id: string; model_seq: number | null }>(
+    "SELECT tool_name, tool_call_id, model_seq FROM cairn_tool_calls WHERE run_id = $1 ORDER BY seq",
+    [runId],
+  );
+  const calls = await storeOf(cairn).select<{ seq: number; tool_call_ids: string }>(
+    "SELECT seq, tool_call_ids FROM cairn_model_calls WHERE run_id = $1 ORDER BY seq",
+    [runId],
+  );
   return tools.map((t) => {
     const turn = calls.findIndex((c) => Number(c.seq) === Number(t.model_seq));
     const asks = turn >= 0 && (JSON.parse(calls[turn]!.tool_call_ids) as string[]).includes(t.tool_call_id);

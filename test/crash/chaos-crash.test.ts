@@ -64,7 +64,10 @@ describe.each(BACKENDS)("SIGKILL at random moments with every kind of operation 
     expect(runs.filter((r) => r.status !== "succeeded").map((r) => r.id)).toEqual([]);
     for (const run of runs) {
       const journal = await store.loadJournal(run.id);
-      expect(journal.map((row) => row.seq), `seed ${seed}: journal of ${run.id}`).toEqual(journal.map((_, i) => i));
+      expect(
+        journal.map((row) => row.seq),
+        `seed ${seed}: journal of ${run.id}`,
+      ).toEqual(journal.map((_, i) => i));
       expect(journal.filter((row) => row.status !== "succeeded").map((r) => r.seq)).toEqual([]);
     }
     const messages = await store.query("SELECT id, run_id, consumed_by FROM cairn_messages");

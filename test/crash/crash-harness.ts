@@ -76,13 +76,17 @@ export class Worker {
 
   /** The first printed line (from the start) that matches, waiting up to `timeoutMs` for it. */
   async line(pattern: RegExp, timeoutMs = 10_000): Promise<RegExpMatchArray> {
-    return this.until(() => {
-      for (const line of this.lines) {
-        const match = pattern.exec(line);
-        if (match !== null) return match;
-      }
-      return undefined;
-    }, `a line matching ${pattern}`, timeoutMs);
+    return this.until(
+      () => {
+        for (const line of this.lines) {
+          const match = pattern.exec(line);
+          if (match !== null) return match;
+        }
+        return undefined;
+      },
+      `a line matching ${pattern}`,
+      timeoutMs,
+    );
   }
 
   /** Waits until `count` printed lines match. */

@@ -37,9 +37,7 @@ describe.each(BACKENDS)("a worker paused past its lease on $name", (backend) => 
     for (const id of ids) expect((await runtimeOf(observer).waitForRun(id, { timeoutMs: 15_000 })).status).toBe("succeeded");
 
     const entries = readLedger(ledger);
-    const byHeld = entries
-      .filter((e) => e.kind === "done" && e.runId === "held")
-      .map((e) => [e.seq, e.pid === frozen.pid ? "frozen" : "peer", e.key]);
+    const byHeld = entries.filter((e) => e.kind === "done" && e.runId === "held").map((e) => [e.seq, e.pid === frozen.pid ? "frozen" : "peer", e.key]);
     expect(byHeld).toEqual([
       [0, "frozen", "held:0"],
       [1, "peer", "held:1"],
@@ -49,7 +47,11 @@ describe.each(BACKENDS)("a worker paused past its lease on $name", (backend) => 
     ]);
     // No crash after the pause: each step of the later runs ran once, and no run was taken over.
     const done = tally(entries, "done");
-    for (const id of ids) expect([0, 1, 2, 3, 4].map((seq) => done.get(`${id} ${seq}`)), id).toEqual([1, 1, 1, 1, 1]);
+    for (const id of ids)
+      expect(
+        [0, 1, 2, 3, 4].map((seq) => done.get(`${id} ${seq}`)),
+        id,
+      ).toEqual([1, 1, 1, 1, 1]);
     const recovered = await storeOf(observer).query("SELECT id, recoveries FROM cairn_runs WHERE id LIKE 'after-%' AND recoveries > 0");
     expect(recovered.rows).toEqual([]);
   });

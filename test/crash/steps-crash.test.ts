@@ -124,8 +124,7 @@ describe.each(BACKENDS)("SIGKILL during steps on $name", (backend) => {
     const journal = await storeOf(observer!).loadJournal("many");
     expect(journal.map((row) => row.seq)).toEqual(Array.from({ length: n }, (_, i) => i));
     expect(journal.every((row) => row.status === "succeeded" && row.name === `s${row.seq}`)).toBe(true);
-    const counted = await storeOf(observer!)
-      .query("SELECT COUNT(*) AS rows, COUNT(DISTINCT seq) AS seqs FROM cairn_steps WHERE run_id = 'many'");
+    const counted = await storeOf(observer!).query("SELECT COUNT(*) AS rows, COUNT(DISTINCT seq) AS seqs FROM cairn_steps WHERE run_id = 'many'");
     expect(counted.rows.map((r) => [Number(r.rows), Number(r.seqs)])).toEqual([[n, n]]);
 
     const entries = readLedger(ledger);

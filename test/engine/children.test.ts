@@ -40,7 +40,15 @@ describe.each(BACKENDS)("child runs on $name", (backend) => {
     const parent = cairn.workflow("holder", async (ctx) => (await ctx.child(forever, undefined)).result());
     await cairn.launch();
     const run = await parent.start(undefined, { id: "holder" });
-    await eventually(async () => (await cairn.run("holder:0").status().catch(() => undefined))?.status === "waiting");
+    await eventually(
+      async () =>
+        (
+          await cairn
+            .run("holder:0")
+            .status()
+            .catch(() => undefined)
+        )?.status === "waiting",
+    );
     expect((await run.cancel()).sort()).toEqual(["holder", "holder:0"]);
     const error = await run.result().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(CancelledError);
@@ -60,6 +68,11 @@ describe.each(BACKENDS)("child runs on $name", (backend) => {
     await eventually(async () => (await cairn.run("bounded:0").status()).status === "waiting");
     clock.advance(5_000);
     expect(await run.result().catch((e: unknown) => e)).toBeInstanceOf(TimeoutError);
-    expect(await cairn.run("bounded:0").result().catch((e: unknown) => e)).toBeInstanceOf(TimeoutError);
+    expect(
+      await cairn
+        .run("bounded:0")
+        .result()
+        .catch((e: unknown) => e),
+    ).toBeInstanceOf(TimeoutError);
   });
 });

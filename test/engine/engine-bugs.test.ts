@@ -72,7 +72,12 @@ describe.each(BACKENDS)("engine fixes from the ported peer suite on $name", (bac
             attempts++;
             throw new Error("service down");
           },
-          { retries: 3, shouldRetry: () => { throw new TypeError("predicate bug"); } },
+          {
+            retries: 3,
+            shouldRetry: () => {
+              throw new TypeError("predicate bug");
+            },
+          },
         )
         .catch((error: Error) => `${error.name}: ${error.message}`);
       await ctx.step("after", () => "after");
@@ -156,7 +161,10 @@ describe.each(BACKENDS)("engine fixes from the ported peer suite on $name", (bac
         { type: "message", message: message("m2", "exists") },
         { type: "message", message: message("m3", "nobody") },
       ]),
-      store.commit(null, [{ type: "run", run: run("created") }, { type: "message", message: message("m4", "created") }]),
+      store.commit(null, [
+        { type: "run", run: run("created") },
+        { type: "message", message: message("m4", "created") },
+      ]),
     ];
     const outcomes = await Promise.allSettled(grouped);
     expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);

@@ -127,14 +127,20 @@ describe.each(BACKENDS)("replay order on $name", (backend) => {
         return a * 2;
       });
     };
-    const wf = first.workflow("tool-crash", body(() => blocked));
+    const wf = first.workflow(
+      "tool-crash",
+      body(() => blocked),
+    );
     await first.launch();
     const run = await wf.start(undefined, { id: "tool-crash-1" });
     await eventually(() => ran.length === 1);
     await first.shutdown();
     release();
     const second = env.cairn(db);
-    second.workflow("tool-crash", body(() => undefined));
+    second.workflow(
+      "tool-crash",
+      body(() => undefined),
+    );
     await second.launch();
     expect(await second.run(run.id).result()).toBe(20);
     expect(ran).toEqual(["charge tool-crash-1:0/step:charge#0"]);
@@ -161,11 +167,13 @@ describe.each(BACKENDS)("replay order on $name", (backend) => {
       await ctx.step("renamed", () => (ranRenamed = true));
     });
     await second.launch();
-    const error = await second.run(run.id).result().catch((e: unknown) => e);
+    const error = await second
+      .run(run.id)
+      .result()
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(NonDeterminismError);
     expect((error as Error).message).toMatch(/recorded step "a" at seq 0 as the next operation to complete.*called step "renamed"/);
     expect(ranRenamed).toBe(true); // a step of another name is new work; a model call of the same name with another prompt would wait
-
   });
 
   it("fails a replay loudly when the code no longer calls an operation whose outcome comes next", async () => {
@@ -188,7 +196,10 @@ describe.each(BACKENDS)("replay order on $name", (backend) => {
       return a;
     });
     await second.launch();
-    const error = await second.run(run.id).result().catch((e: unknown) => e);
+    const error = await second
+      .run(run.id)
+      .result()
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(NonDeterminismError);
     expect((error as Error).message).toMatch(/step "b" at seq 1 as the next operation to complete/);
   });

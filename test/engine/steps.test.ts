@@ -92,7 +92,10 @@ describe.each(BACKENDS)("steps on $name", (backend) => {
       await ctx.step("renamed", () => 1);
     });
     await second.launch();
-    const error = await second.run("nd").result().catch((e: unknown) => e);
+    const error = await second
+      .run("nd")
+      .result()
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(NonDeterminismError);
     expect((error as Error).name).toBe("NonDeterminismError");
     expect((error as Error).message).toContain("seq 0");
@@ -118,20 +121,35 @@ describe.each(BACKENDS)("steps on $name", (backend) => {
         { retries: 5, backoff: { initialDelayMs: 1 } },
       );
       const terminal = await ctx
-        .step("terminal", () => {
-          throw new TerminalError("no");
-        }, { retries: 5, backoff: { initialDelayMs: 1 } })
+        .step(
+          "terminal",
+          () => {
+            throw new TerminalError("no");
+          },
+          { retries: 5, backoff: { initialDelayMs: 1 } },
+        )
         .catch((e: Error) => e.name);
       const refused = await ctx
-        .step("refused", () => {
-          throw new Error("bad input");
-        }, { retries: 5, shouldRetry: (e) => !(e as Error).message.includes("bad") })
+        .step(
+          "refused",
+          () => {
+            throw new Error("bad input");
+          },
+          { retries: 5, shouldRetry: (e) => !(e as Error).message.includes("bad") },
+        )
         .catch((e: Error) => e.message);
       const slow = await ctx
-        .step("slow", ({ signal }) => new Promise((_, reject) => signal.addEventListener("abort", () => {
-          aborted = true;
-          reject(signal.reason);
-        })), { timeoutMs: 20 })
+        .step(
+          "slow",
+          ({ signal }) =>
+            new Promise((_, reject) =>
+              signal.addEventListener("abort", () => {
+                aborted = true;
+                reject(signal.reason);
+              }),
+            ),
+          { timeoutMs: 20 },
+        )
         .catch((e: Error) => e.name);
       return { flaky, terminal, refused, slow };
     });
@@ -157,7 +175,13 @@ describe.each(BACKENDS)("steps on $name", (backend) => {
     };
     const wf = cairn.workflow("values", async (ctx) => {
       const value = await ctx.step("rich", () => rich);
-      await ctx.step("bad", () => new (class Price { amount = 1 })());
+      await ctx.step(
+        "bad",
+        () =>
+          new (class Price {
+            amount = 1;
+          })(),
+      );
       return value;
     });
     await cairn.launch();

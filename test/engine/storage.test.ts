@@ -68,7 +68,9 @@ describe.each(BACKENDS)("storage semantics on $name", (backend) => {
     const payloads = await storeOf(cairn).query("SELECT count(*) AS n, sum(size) AS bytes FROM cairn_payloads");
     expect(Number(payloads.rows[0]!.n)).toBe(1);
     expect(Number(payloads.rows[0]!.bytes)).toBeLessThan(51_000);
-    const steps = await storeOf(cairn).query("SELECT count(DISTINCT output_hash) AS n FROM cairn_steps WHERE run_id = 'repeat' AND output_hash IS NOT NULL");
+    const steps = await storeOf(cairn).query(
+      "SELECT count(DISTINCT output_hash) AS n FROM cairn_steps WHERE run_id = 'repeat' AND output_hash IS NOT NULL",
+    );
     expect(Number(steps.rows[0]!.n)).toBe(1);
   });
 

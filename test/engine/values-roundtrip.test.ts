@@ -2,14 +2,7 @@ import { readFileSync } from "node:fs";
 import { APICallError } from "@ai-sdk/provider";
 import { RetryError } from "ai";
 import { describe, expect, it } from "vitest";
-import {
-  InvalidSpecError,
-  RetryableError,
-  TerminalError,
-  UnserializableError,
-  registerErrorClass,
-  type WorkflowContext,
-} from "../../src/index.js";
+import { InvalidSpecError, RetryableError, TerminalError, UnserializableError, registerErrorClass, type WorkflowContext } from "../../src/index.js";
 import { decodeThrown, decodeValue, encodeThrown, encodeValue } from "../../src/store/value/index.js";
 import { ManualClock } from "../../src/testing/index.js";
 import { BACKENDS } from "../backends.js";
@@ -44,7 +37,10 @@ function hostileValues(): Record<string, unknown> {
     nan: NaN,
     infinity: -Infinity,
     big: 2n ** 70n,
-    map: new Map<unknown, unknown>([[1, { a: undefined }], ["k", new Set([[-0]])]]),
+    map: new Map<unknown, unknown>([
+      [1, { a: undefined }],
+      ["k", new Set([[-0]])],
+    ]),
     nullProto,
     marked: { [Symbol.for("app.brand")]: true, v: 1 },
     tagLike: { $c: "Date", v: 0 },
@@ -95,10 +91,12 @@ async function observe(ctx: WorkflowContext, values: Record<string, unknown>, th
   const seen: Seen = {};
   for (const [name, value] of Object.entries(values)) seen[`returns ${name}`] = { value: await ctx.step(`returns ${name}`, () => value) };
   for (const [name, thrown] of Object.entries(throws)) {
-    seen[`throws ${name}`] = await ctx.step(`throws ${name}`, () => Promise.reject(thrown)).then(
-      (value) => ({ value }),
-      (error: unknown) => ({ thrown: error }),
-    );
+    seen[`throws ${name}`] = await ctx
+      .step(`throws ${name}`, () => Promise.reject(thrown))
+      .then(
+        (value) => ({ value }),
+        (error: unknown) => ({ thrown: error }),
+      );
   }
   return seen;
 }
@@ -146,10 +144,21 @@ describe.each(BACKENDS)("values and errors across replay on $name", (backend) =>
     expect(thrown("syntaxError")).toBeInstanceOf(SyntaxError);
     const noCause = thrown("undefinedCause") as Error;
     expect(["cause" in noCause, noCause.cause]).toEqual([true, undefined]);
-    expect(thrown("withFields")).toMatchObject({ message: "rate limited", statusCode: 429, isRetryable: true, retryAfterMs: 1_500, detail: { tier: "free" } });
+    expect(thrown("withFields")).toMatchObject({
+      message: "rate limited",
+      statusCode: 429,
+      isRetryable: true,
+      retryAfterMs: 1_500,
+      detail: { tier: "free" },
+    });
     const registered = thrown("registered") as PaymentDeclinedError;
     expect(registered).toBeInstanceOf(PaymentDeclinedError);
-    expect([registered.orderId, registered.retryAfterMs, registered.name, registered.message]).toEqual(["o-1", 2_000, "PaymentDeclinedError", "order o-1 was declined"]);
+    expect([registered.orderId, registered.retryAfterMs, registered.name, registered.message]).toEqual([
+      "o-1",
+      2_000,
+      "PaymentDeclinedError",
+      "order o-1 was declined",
+    ]);
     const unregistered = thrown("unregistered") as Error & { extra: number[] };
     expect([unregistered instanceof Error, unregistered instanceof UnregisteredError, unregistered.extra]).toEqual([true, false, [1, 2]]);
     expect(thrown("terminal")).toBeInstanceOf(TerminalError);
@@ -175,7 +184,12 @@ describe.each(BACKENDS)("values and errors across replay on $name", (backend) =>
     expect(api.responseHeaders).toEqual({ "retry-after": "2" });
     expect(api.cause).toBeInstanceOf(TypeError);
     const retry = thrown("retryError") as RetryError;
-    expect([RetryError.isInstance(retry), retry.reason, retry.errors.length, (retry.lastError as Error).message]).toEqual([true, "maxRetriesExceeded", 2, "second"]);
+    expect([RetryError.isInstance(retry), retry.reason, retry.errors.length, (retry.lastError as Error).message]).toEqual([
+      true,
+      "maxRetriesExceeded",
+      2,
+      "second",
+    ]);
   });
 
   it("refuses at the call what it cannot keep, naming the path, and replays the same refusal", async () => {
@@ -198,7 +212,12 @@ describe.each(BACKENDS)("values and errors across replay on $name", (backend) =>
     const wf = cairn.workflow("refusals", async (ctx) => {
       const seen: unknown[] = [];
       for (const [name, fn] of Object.entries(refusals)) {
-        seen.push(await ctx.step(name, fn).then(() => "stored?", (error: unknown) => error));
+        seen.push(
+          await ctx.step(name, fn).then(
+            () => "stored?",
+            (error: unknown) => error,
+          ),
+        );
       }
       executions.push(seen);
       return seen.length;
@@ -242,13 +261,15 @@ describe.each(BACKENDS)("values and errors across replay on $name", (backend) =>
     const cairn = env.cairn(await env.database());
     let calls = 0;
     const wf = cairn.workflow("throws-undefined", async (ctx) => {
-      const outcome = await ctx.step("nothing", () => {
-        calls++;
-        return Promise.reject(undefined);
-      }).then(
-        () => "returned",
-        (error: unknown) => ({ threw: error }),
-      );
+      const outcome = await ctx
+        .step("nothing", () => {
+          calls++;
+          return Promise.reject(undefined);
+        })
+        .then(
+          () => "returned",
+          (error: unknown) => ({ threw: error }),
+        );
       await ctx.step("after", () => "after");
       return outcome;
     });

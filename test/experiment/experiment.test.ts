@@ -89,7 +89,14 @@ describe("npm run experiment", () => {
     const results = JSON.parse(readFileSync(join(out, "results.json"), "utf8")) as Results;
     expect(JSON.parse(result.stdout)).toEqual(results);
     expect(results.seed).toBe(42);
-    expect(results.faults.map((f) => f.kind)).toEqual(["model-response", "tool-chain", "approval-wait", "after-effect", "sub-agent", "environment-restart"]);
+    expect(results.faults.map((f) => f.kind)).toEqual([
+      "model-response",
+      "tool-chain",
+      "approval-wait",
+      "after-effect",
+      "sub-agent",
+      "environment-restart",
+    ]);
     expect(results.arms.map((a) => a.arm)).toEqual(["conventional", "cairn-sqlite"]);
     for (const arm of results.arms) {
       for (const [field, type] of Object.entries(REQUIRED)) expect(typeof arm[field], `${arm.arm}.${field}`).toBe(type);

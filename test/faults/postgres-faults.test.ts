@@ -91,9 +91,18 @@ async function fleetUnderFault(
       const seqs = new Map<number, number>();
       for (const e of lines) seqs.set(e.seq, (seqs.get(e.seq) ?? 0) + 1);
       const doubled = [...seqs].filter(([, c]) => c > 1).map(([seq]) => seq);
-      console.log(runId, "faultAt", faultAt, lines.filter((e) => doubled.includes(e.seq)));
+      console.log(
+        runId,
+        "faultAt",
+        faultAt,
+        lines.filter((e) => doubled.includes(e.seq)),
+      );
     }
-    for (const w of fleet) console.log(w.lines.filter((l) => l.startsWith("identity")), w.stderr.slice(0, 3000));
+    for (const w of fleet)
+      console.log(
+        w.lines.filter((l) => l.startsWith("identity")),
+        w.stderr.slice(0, 3000),
+      );
   }
   expect(report.worstRunInFlight, `${label}: re-runs of one run in flight at the fault`).toBeLessThanOrEqual(1);
   expect(report.doubledAfter, `${label}: doubled steps in runs started after the fleet healed`).toBe(0);
@@ -211,4 +220,3 @@ async function until(check: () => boolean | Promise<boolean>, timeoutMs: number,
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
-

@@ -106,7 +106,7 @@ describe.each(BACKENDS)("replay fuzzer on $name", (backend) => {
   /** The smallest program that still fails, by trying smaller ones (a few dozen tries at most). */
   async function shrink(program: Program, restartAfterMs: number | null): Promise<Program> {
     let smallest = program;
-    for (let tries = 0; tries < 40; ) {
+    for (let tries = 0; tries < 40;) {
       let smaller: Program | undefined;
       for (const candidate of shrinkCandidates(smallest.root)) {
         if (tries++ >= 40) break;

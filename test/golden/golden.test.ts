@@ -84,7 +84,20 @@ describe.each(BACKENDS)("golden journal on $name", (backend) => {
     expect(executed).toEqual([]);
     expect(out).toEqual(fromStored(golden.output));
     expect(golden.steps.map((s) => s.kind)).toEqual([
-      "step", "now", "random", "uuid", "sleep", "send", "recv", "event", "child", "child-result", "transaction", "patch", "step", "step",
+      "step",
+      "now",
+      "random",
+      "uuid",
+      "sleep",
+      "send",
+      "recv",
+      "event",
+      "child",
+      "child-result",
+      "transaction",
+      "patch",
+      "step",
+      "step",
     ]);
   });
 });

@@ -68,17 +68,47 @@ const API_CASES: ApiCase[] = [
   { name: "start timeoutMs: negative", act: (f) => f.echo.start(1, { timeoutMs: -5 }), error: InvalidSpecError, message: /invalid timeoutMs: -5/ },
   { name: "start timeoutMs: NaN", act: (f) => f.echo.start(1, { timeoutMs: Number.NaN }), error: InvalidSpecError, message: /invalid timeoutMs/ },
   // workflow and agent names
-  { name: "workflow name: empty", act: (f) => f.cairn.workflow("", async () => 1), error: InvalidSpecError, message: /invalid workflow name: "" — .*must not be empty/ },
-  { name: "workflow name: NUL", act: (f) => f.cairn.workflow("a\u0000b", async () => 1), error: InvalidSpecError, message: /invalid workflow name: .*NUL/ },
-  { name: "workflow name: lone surrogate", act: (f) => f.cairn.workflow(`w${LONE_SURROGATE}`, async () => 1), error: InvalidSpecError, message: /well-formed Unicode/ },
-  { name: "workflow name: too long", act: (f) => f.cairn.workflow(LONG, async () => 1), error: InvalidSpecError, message: /at most 255 characters; this one has 256/ },
-  { name: "workflow name: a number", act: (f) => f.cairn.workflow(42 as never, async () => 1), error: InvalidSpecError, message: /invalid workflow name: 42 — .*must be a string/ },
+  {
+    name: "workflow name: empty",
+    act: (f) => f.cairn.workflow("", async () => 1),
+    error: InvalidSpecError,
+    message: /invalid workflow name: "" — .*must not be empty/,
+  },
+  {
+    name: "workflow name: NUL",
+    act: (f) => f.cairn.workflow("a\u0000b", async () => 1),
+    error: InvalidSpecError,
+    message: /invalid workflow name: .*NUL/,
+  },
+  {
+    name: "workflow name: lone surrogate",
+    act: (f) => f.cairn.workflow(`w${LONE_SURROGATE}`, async () => 1),
+    error: InvalidSpecError,
+    message: /well-formed Unicode/,
+  },
+  {
+    name: "workflow name: too long",
+    act: (f) => f.cairn.workflow(LONG, async () => 1),
+    error: InvalidSpecError,
+    message: /at most 255 characters; this one has 256/,
+  },
+  {
+    name: "workflow name: a number",
+    act: (f) => f.cairn.workflow(42 as never, async () => 1),
+    error: InvalidSpecError,
+    message: /invalid workflow name: 42 — .*must be a string/,
+  },
   { name: "workflow name: taken", act: (f) => f.cairn.workflow("echo", async () => 1), error: InvalidSpecError, message: /already registered/ },
   { name: "workflow fn: not a function", act: (f) => f.cairn.workflow("nofn", 5 as never), error: InvalidSpecError, message: /invalid fn/ },
   { name: "agent name: NUL", act: (f) => f.cairn.agent("bot\u0000", {} as never), error: InvalidSpecError, message: /invalid agent name: .*NUL/ },
   // run ids
   { name: "run id: empty", act: (f) => f.echo.start(1, { id: "" }), error: InvalidSpecError, message: /invalid id: "" — .*must not be empty/ },
-  { name: "run id: 10 KB", act: (f) => f.echo.start(1, { id: TEN_KB }), error: InvalidSpecError, message: /invalid id: .*at most 255 characters; this one has 10000/ },
+  {
+    name: "run id: 10 KB",
+    act: (f) => f.echo.start(1, { id: TEN_KB }),
+    error: InvalidSpecError,
+    message: /invalid id: .*at most 255 characters; this one has 10000/,
+  },
   { name: "run id: NUL", act: (f) => f.echo.start(1, { id: "r\u0000" }), error: InvalidSpecError, message: /invalid id: .*NUL/ },
   { name: "run id: lone surrogate", act: (f) => f.echo.start(1, { id: `r${LONE_SURROGATE}` }), error: InvalidSpecError, message: /lone surrogate/ },
   { name: "run id: a number", act: (f) => f.echo.start(1, { id: 7 as never }), error: InvalidSpecError, message: /must be a string/ },
@@ -95,7 +125,12 @@ const API_CASES: ApiCase[] = [
   { name: "send topic: NUL", act: (f) => f.cairn.send("done", "t\u0000", 1), error: InvalidSpecError, message: /invalid topic/ },
   { name: "send topic: lone surrogate", act: (f) => f.cairn.send("done", LONE_SURROGATE, 1), error: InvalidSpecError, message: /invalid topic/ },
   { name: "send topic: too long", act: (f) => f.cairn.send("done", LONG, 1), error: InvalidSpecError, message: /invalid topic/ },
-  { name: "send idempotencyKey: NUL", act: (f) => f.cairn.send("done", "t", 1, { idempotencyKey: "\u0000" }), error: InvalidSpecError, message: /invalid idempotencyKey/ },
+  {
+    name: "send idempotencyKey: NUL",
+    act: (f) => f.cairn.send("done", "t", 1, { idempotencyKey: "\u0000" }),
+    error: InvalidSpecError,
+    message: /invalid idempotencyKey/,
+  },
   { name: "send: unknown run", act: (f) => f.cairn.send("nobody", "t", 1), error: RunNotFoundError, message: /no run with id "nobody"/ },
   // step names and topics inside a run (the engine's begin() calls this)
   { name: "step name: NUL", act: () => validateOperationName("step", "a\u0000"), error: InvalidSpecError, message: /invalid step name/ },
@@ -103,17 +138,47 @@ const API_CASES: ApiCase[] = [
   { name: "recv topic: empty", act: () => validateOperationName("recv", ""), error: InvalidSpecError, message: /invalid topic/ },
   // options
   { name: "option leaseMs: 0", act: (f) => new Cairn({ database: f.database, leaseMs: 0 }), error: InvalidSpecError, message: /invalid leaseMs: 0/ },
-  { name: "option pollIntervalMs: NaN", act: (f) => new Cairn({ database: f.database, pollIntervalMs: Number.NaN }), error: InvalidSpecError, message: /invalid pollIntervalMs/ },
-  { name: "option retention: negative", act: (f) => new Cairn({ database: f.database, retention: { succeededAfterMs: -1 } }), error: InvalidSpecError, message: /invalid retention.succeededAfterMs: -1/ },
+  {
+    name: "option pollIntervalMs: NaN",
+    act: (f) => new Cairn({ database: f.database, pollIntervalMs: Number.NaN }),
+    error: InvalidSpecError,
+    message: /invalid pollIntervalMs/,
+  },
+  {
+    name: "option retention: negative",
+    act: (f) => new Cairn({ database: f.database, retention: { succeededAfterMs: -1 } }),
+    error: InvalidSpecError,
+    message: /invalid retention.succeededAfterMs: -1/,
+  },
   // retention filters
-  { name: "delete: status running", act: (f) => f.cairn.runs.delete({ status: "running" as never }), error: InvalidSpecError, message: /invalid status: "running"/ },
+  {
+    name: "delete: status running",
+    act: (f) => f.cairn.runs.delete({ status: "running" as never }),
+    error: InvalidSpecError,
+    message: /invalid status: "running"/,
+  },
   { name: "delete: limit 0", act: (f) => f.cairn.runs.delete({ limit: 0 }), error: InvalidSpecError, message: /invalid limit: 0/ },
   { name: "delete: NUL id", act: (f) => f.cairn.runs.delete({ ids: ["\u0000"] }), error: InvalidSpecError, message: /invalid runId/ },
   // operator SQL
   { name: "sql: empty", act: (f) => storeOf(f.cairn).operatorQuery(""), error: InvalidSpecError, message: /invalid sql: "" — the query is empty/ },
-  { name: "sql: a write", act: (f) => storeOf(f.cairn).operatorQuery("DELETE FROM cairn_runs"), error: PermissionDeniedError, message: /refused: cairn sql only reads/ },
-  { name: "sql: two statements", act: (f) => storeOf(f.cairn).operatorQuery("SELECT 1; DELETE FROM cairn_runs"), error: PermissionDeniedError, message: /one statement at a time/ },
-  { name: "sql: timeout 0", act: (f) => storeOf(f.cairn).operatorQuery("SELECT 1", { timeoutMs: 0 }), error: InvalidSpecError, message: /invalid timeoutMs: 0/ },
+  {
+    name: "sql: a write",
+    act: (f) => storeOf(f.cairn).operatorQuery("DELETE FROM cairn_runs"),
+    error: PermissionDeniedError,
+    message: /refused: cairn sql only reads/,
+  },
+  {
+    name: "sql: two statements",
+    act: (f) => storeOf(f.cairn).operatorQuery("SELECT 1; DELETE FROM cairn_runs"),
+    error: PermissionDeniedError,
+    message: /one statement at a time/,
+  },
+  {
+    name: "sql: timeout 0",
+    act: (f) => storeOf(f.cairn).operatorQuery("SELECT 1", { timeoutMs: 0 }),
+    error: InvalidSpecError,
+    message: /invalid timeoutMs: 0/,
+  },
   {
     name: "sql: runaway query",
     act: (f) =>
@@ -126,7 +191,11 @@ const API_CASES: ApiCase[] = [
 const CLI_CASES: CliCase[] = [
   { name: "sql: empty query", args: (f) => ["sql", "", "--database", f.database], stderr: /the query is empty/ },
   { name: "sql: two statements", args: (f) => ["sql", "SELECT 1; SELECT 2", "--database", f.database], stderr: /one statement at a time/ },
-  { name: "sql: --timeout not a number", args: (f) => ["sql", "SELECT 1", "--timeout", "x", "--database", f.database], stderr: /--timeout must be an integer/ },
+  {
+    name: "sql: --timeout not a number",
+    args: (f) => ["sql", "SELECT 1", "--timeout", "x", "--database", f.database],
+    stderr: /--timeout must be an integer/,
+  },
   { name: "show: no run id", args: (f) => ["show", "--database", f.database], stderr: /missing <runId>/ },
   { name: "show: --from -1", args: (f) => ["show", "done", "--from", "-1", "--database", f.database], stderr: /--from must be an integer ≥ 0/ },
   { name: "show: a control character in the run id", args: (f) => ["show", "a\u0001b", "--database", f.database], stderr: /no run with id/ },
@@ -135,8 +204,16 @@ const CLI_CASES: CliCase[] = [
   { name: "send: 10 KB run id", args: (f) => ["send", TEN_KB, "t", "1", "--database", f.database], stderr: /invalid runId: .*at most 255/ },
   { name: "delete: nothing named", args: (f) => ["delete", "--database", f.database], stderr: /no runs named/ },
   { name: "delete: an unfinished run", args: (f) => ["delete", "waiting", "--database", f.database], stderr: /not deleted: run waiting is waiting/ },
-  { name: "delete: --status running", args: (f) => ["delete", "--status", "running", "--database", f.database], stderr: /cannot delete runs in status "running"/ },
-  { name: "delete: --older-than soon", args: (f) => ["delete", "--older-than", "soon", "--database", f.database], stderr: /--older-than must be a duration/ },
+  {
+    name: "delete: --status running",
+    args: (f) => ["delete", "--status", "running", "--database", f.database],
+    stderr: /cannot delete runs in status "running"/,
+  },
+  {
+    name: "delete: --older-than soon",
+    args: (f) => ["delete", "--older-than", "soon", "--database", f.database],
+    stderr: /--older-than must be a duration/,
+  },
   { name: "cancel: unknown option", args: (f) => ["cancel", "done", "--force", "--database", f.database], stderr: /unknown option --force/ },
   { name: "gc: an extra argument", args: (f) => ["gc", "now", "--database", f.database], stderr: /unexpected argument "now"/ },
   { name: "--database: empty", args: () => ["runs", "--database", ""], stderr: /--database is empty/ },
@@ -146,10 +223,30 @@ const CLI_CASES: CliCase[] = [
   { name: "database: a text file", args: () => ["runs", "--database", textFile()], stderr: /not an SQLite file at all/, only: "sqlite" },
   { name: "database: SQLite without Cairn", args: () => ["runs", "--database", emptySqlite()], stderr: /not a Cairn database/, only: "sqlite" },
   // URLs
-  { name: "url: nothing listening", args: () => ["runs", "--database", "postgres://postgres@127.0.0.1:1/x"], stderr: /cannot connect to PostgreSQL/, only: "postgres" },
-  { name: "url: no such database", args: (f) => ["runs", "--database", otherDatabase(f.database, "cairn_no_such_db")], stderr: /does not exist — create it/, only: "postgres" },
-  { name: "url: not Cairn's database", args: (f) => ["runs", "--database", otherDatabase(f.database, "postgres")], stderr: /not a Cairn database/, only: "postgres" },
-  { name: "url: password shown redacted", args: (f) => ["runs", "--database", withPassword(f.database, "hunter2", "cairn_no_such_db")], stderr: /^(?!.*hunter2)/, only: "postgres" },
+  {
+    name: "url: nothing listening",
+    args: () => ["runs", "--database", "postgres://postgres@127.0.0.1:1/x"],
+    stderr: /cannot connect to PostgreSQL/,
+    only: "postgres",
+  },
+  {
+    name: "url: no such database",
+    args: (f) => ["runs", "--database", otherDatabase(f.database, "cairn_no_such_db")],
+    stderr: /does not exist — create it/,
+    only: "postgres",
+  },
+  {
+    name: "url: not Cairn's database",
+    args: (f) => ["runs", "--database", otherDatabase(f.database, "postgres")],
+    stderr: /not a Cairn database/,
+    only: "postgres",
+  },
+  {
+    name: "url: password shown redacted",
+    args: (f) => ["runs", "--database", withPassword(f.database, "hunter2", "cairn_no_such_db")],
+    stderr: /^(?!.*hunter2)/,
+    only: "postgres",
+  },
 ];
 
 function textFile(): string {
@@ -255,7 +352,10 @@ describe("bad inputs that need a file the user cannot write (SQLite)", () => {
       // Root writes any file: run the CLI as nobody.
       const main = new URL("../../dist/cli/main.js", import.meta.url).pathname;
       try {
-        execFileSync("runuser", ["-u", "nobody", "--", process.execPath, main, "cancel", "w", "--database", database], { stdio: "pipe", env: { ...process.env, NO_COLOR: "1" } });
+        execFileSync("runuser", ["-u", "nobody", "--", process.execPath, main, "cancel", "w", "--database", database], {
+          stdio: "pipe",
+          env: { ...process.env, NO_COLOR: "1" },
+        });
         result = { code: 0, stdout: "", stderr: "" };
       } catch (error) {
         const e = error as { status: number; stdout: Buffer; stderr: Buffer };

@@ -97,13 +97,29 @@ describe.each(BACKENDS)("retention on $name", (backend) => {
     const hash = hashText(message);
     for (const runId of ["a", "b"]) {
       await store.commit(null, [
-        { type: "insert", table: "cairn_payloads", values: { hash, body: message, size: 300, created_at: 1 }, onConflict: { keys: ["hash"], action: "ignore" } },
+        {
+          type: "insert",
+          table: "cairn_payloads",
+          values: { hash, body: message, size: 300, created_at: 1 },
+          onConflict: { keys: ["hash"], action: "ignore" },
+        },
         {
           type: "insert",
           table: "cairn_model_calls",
           values: {
-            run_id: runId, seq: 99, provider: "p", model_id: "m", prompt_hash: "h", prompt_messages: JSON.stringify(runId === "a" ? [hash] : { after: 1, add: [hash] }),
-            input_tokens: 1, output_tokens: 1, total_tokens: 2, cost_usd: 0, latency_ms: 1, streamed: 0, created_at: 1,
+            run_id: runId,
+            seq: 99,
+            provider: "p",
+            model_id: "m",
+            prompt_hash: "h",
+            prompt_messages: JSON.stringify(runId === "a" ? [hash] : { after: 1, add: [hash] }),
+            input_tokens: 1,
+            output_tokens: 1,
+            total_tokens: 2,
+            cost_usd: 0,
+            latency_ms: 1,
+            streamed: 0,
+            created_at: 1,
           },
         },
       ]);
@@ -157,7 +173,11 @@ describe.each(BACKENDS)("retention on $name", (backend) => {
 
   it("applies a retention policy in batches from the executor, by finish time", async () => {
     const clock = new ManualClock();
-    const cairn = env.cairn(await env.database(), { clock, retention: { succeededAfterMs: 60_000, failedAfterMs: 120_000, batchSize: 2 }, pollIntervalMs: 20 });
+    const cairn = env.cairn(await env.database(), {
+      clock,
+      retention: { succeededAfterMs: 60_000, failedAfterMs: 120_000, batchSize: 2 },
+      pollIntervalMs: 20,
+    });
     const { big } = register(cairn);
     const failing = cairn.workflow("failing", async () => {
       throw new Error("no");

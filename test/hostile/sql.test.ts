@@ -61,9 +61,7 @@ describe.each(BACKENDS)("cairn sql on $name", (backend: Backend) => {
   it("stops a query at the timeout on both backends", async () => {
     const database = await populated(env);
     const runaway =
-      backend.name === "postgres"
-        ? "SELECT pg_sleep(30)"
-        : "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT max(x) FROM c";
+      backend.name === "postgres" ? "SELECT pg_sleep(30)" : "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT max(x) FROM c";
     const started = Date.now();
     expectOneLineError(await sql(database, runaway, "--timeout", "400"), /ran past its 400 ms timeout/);
     expect(Date.now() - started).toBeLessThan(10_000);

@@ -177,7 +177,10 @@ describe("the layers of src/", () => {
     const known = new Set(KNOWN_CYCLES.map((cycle) => [...cycle].sort().join(" ↔ ")));
     const found = importCycles(srcGraph()).map((cycle) => cycle.join(" ↔ "));
     expect(found.filter((cycle) => !known.has(cycle))).toEqual([]);
-    expect([...known].filter((cycle) => !found.includes(cycle)), "gone: remove from KNOWN_CYCLES").toEqual([]);
+    expect(
+      [...known].filter((cycle) => !found.includes(cycle)),
+      "gone: remove from KNOWN_CYCLES",
+    ).toEqual([]);
   });
 
   it("has a README in src/supervision/ saying what will live there, and no code yet", () => {

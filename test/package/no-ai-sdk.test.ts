@@ -46,7 +46,11 @@ describe("without the AI SDK installed", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-    const parsed = JSON.parse(out.split("\n").pop()!) as { refused: string; result: string; ai: { name: string; code: string; isClass: boolean; message: string } };
+    const parsed = JSON.parse(out.split("\n").pop()!) as {
+      refused: string;
+      result: string;
+      ai: { name: string; code: string; isClass: boolean; message: string };
+    };
     expect(parsed.refused).toBe("ERR_MODULE_NOT_FOUND");
     expect(parsed.result).toBe("hello world");
     expect(parsed.ai).toMatchObject({ name: "AiSdkUnavailableError", code: "AI_SDK_UNAVAILABLE", isClass: true });

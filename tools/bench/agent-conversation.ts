@@ -40,9 +40,19 @@ export function conversation(turns: number, toolEvery: number): Turn[] {
       const target = between(1000, 2000);
       const results: JSONValue[] = [];
       while (JSON.stringify(results).length < target) {
-        results.push({ id: `ord_${word(random, 10)}`, title: words(between(20, 40)), snippet: words(between(100, 200)), score: Math.round(random() * 1000) / 1000 });
+        results.push({
+          id: `ord_${word(random, 10)}`,
+          title: words(between(20, 40)),
+          snippet: words(between(100, 200)),
+          score: Math.round(random() * 1000) / 1000,
+        });
       }
-      toolUse = { callId: `call_${t}_${word(random, 12)}`, name: TOOL_NAME, input: { query: words(between(40, 80)), limit: results.length }, result: { results } };
+      toolUse = {
+        callId: `call_${t}_${word(random, 12)}`,
+        name: TOOL_NAME,
+        input: { query: words(between(40, 80)), limit: results.length },
+        result: { results },
+      };
     }
     return { user, tool: toolUse, reply: words(between(400, 1000)) };
   });
@@ -53,4 +63,3 @@ function word(random: () => number, length: number): string {
   for (let i = 0; i < length; i++) out += String.fromCharCode(97 + Math.floor(random() * 26));
   return out;
 }
-

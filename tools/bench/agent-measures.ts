@@ -33,7 +33,13 @@ export class CheckpointTimer {
   /** A checkpoint from `start` to `end`, less `excluded` inside it (the mock's answer, the tool's run). */
   add(start: number, end: number, excluded?: Span): void {
     this.count++;
-    const parts: Span[] = excluded === undefined ? [[start, end]] : [[start, excluded[0]], [excluded[1], end]];
+    const parts: Span[] =
+      excluded === undefined
+        ? [[start, end]]
+        : [
+            [start, excluded[0]],
+            [excluded[1], end],
+          ];
     for (const part of parts) {
       this.spans.push(part);
       this.turnMs += part[1] - part[0];

@@ -130,7 +130,8 @@ export async function agentStorage(settings: AgentStorageSettings, progress: (me
     toolTurns,
     modelCalls: turns.length + toolTurns,
     contentBytes: turns.reduce(
-      (sum, t) => sum + t.user.length + t.reply.length + (t.tool === null ? 0 : JSON.stringify(t.tool.input).length + JSON.stringify(t.tool.result).length),
+      (sum, t) =>
+        sum + t.user.length + t.reply.length + (t.tool === null ? 0 : JSON.stringify(t.tool.input).length + JSON.stringify(t.tool.result).length),
       0,
     ),
     arms: merged,
@@ -204,7 +205,10 @@ async function cairnArm(turns: Turn[]): Promise<ArmMeasurement> {
             return value;
           });
           timer.add(t0, performance.now(), inTool);
-          messages.push({ role: "tool", content: [{ type: "tool-result", toolCallId: use.callId, toolName: use.name, output: { type: "json", value: result } }] });
+          messages.push({
+            role: "tool",
+            content: [{ type: "tool-result", toolCallId: use.callId, toolName: use.name, output: { type: "json", value: result } }],
+          });
         }
         const reply = await generateText({ model, messages, tools });
         if (reply.text !== turn.reply) throw new Error("the mock's reply did not come back");
@@ -365,7 +369,9 @@ async function langGraphArm(turns: Turn[], synchronous: "FULL" | null): Promise<
 
     // The scripted model: the agent node answers with the turn's next AI message.
     const answers: AIMessage[] = turns.flatMap((turn) => [
-      ...(turn.tool === null ? [] : [new AIMessage({ content: "", tool_calls: [{ id: turn.tool.callId, name: turn.tool.name, args: turn.tool.input, type: "tool_call" }] })]),
+      ...(turn.tool === null
+        ? []
+        : [new AIMessage({ content: "", tool_calls: [{ id: turn.tool.callId, name: turn.tool.name, args: turn.tool.input, type: "tool_call" }] })]),
       new AIMessage(turn.reply),
     ]);
     const results = new Map(turns.flatMap((turn) => (turn.tool === null ? [] : [[turn.tool.callId, turn.tool.result] as const])));

@@ -113,8 +113,7 @@ export function renderReport(report: BenchReport): string {
   const env = report.environment;
   const lines: string[] = [
     `Cairn bench — ${s.quick ? "quick, " : ""}${s.rounds} rounds, medians; every measurement on a fresh database`,
-    `node ${env.node}, ${env.platform}, ${env.cpus} CPUs; SQLite WAL synchronous=FULL` +
-      (env.postgres === null ? "" : `; PostgreSQL ${env.postgres}`),
+    `node ${env.node}, ${env.platform}, ${env.cpus} CPUs; SQLite WAL synchronous=FULL` + (env.postgres === null ? "" : `; PostgreSQL ${env.postgres}`),
     "",
   ];
   const workloads: string[][] = [["backend", "workload", "steps/s", "p50 µs", "p99 µs", "e2e steps/s", "vs raw", "goal"]];
@@ -182,7 +181,20 @@ function renderAgentStorage(agent: AgentStorageReport, goals: Goal[]): string[] 
     "",
   ];
   const rows: string[][] = [
-    ["arm", "synchronous", "bytes", `B/turn 1–${w}`, `B/turn ${n - w + 1}–${n}`, "file (empty schema)", "checkpoint ms", "of which GC", "ms/turn", `ms/turn 1–${w}`, `ms/turn ${n - w + 1}–${n}`, "commits"],
+    [
+      "arm",
+      "synchronous",
+      "bytes",
+      `B/turn 1–${w}`,
+      `B/turn ${n - w + 1}–${n}`,
+      "file (empty schema)",
+      "checkpoint ms",
+      "of which GC",
+      "ms/turn",
+      `ms/turn 1–${w}`,
+      `ms/turn ${n - w + 1}–${n}`,
+      "commits",
+    ],
   ];
   for (const arm of agent.arms) {
     rows.push([
@@ -210,8 +222,7 @@ function renderAgentStorage(agent: AgentStorageReport, goals: Goal[]): string[] 
     `where the bytes go — cairn: ${topColumns(cairn)}; langgraph: ${topColumns(langgraph)}`,
     `bytes: ${agent.measured.bytes}.`,
     `checkpoint time, cairn: ${agent.measured.cairnCheckpoint}.`,
-    `checkpoint time, langgraph: ${agent.measured.langgraphCheckpoint}` +
-      (langgraph.loadMs === null ? "." : ` (${langgraph.loadMs.toFixed(1)} ms).`),
+    `checkpoint time, langgraph: ${agent.measured.langgraphCheckpoint}` + (langgraph.loadMs === null ? "." : ` (${langgraph.loadMs.toFixed(1)} ms).`),
   );
   return lines;
 }

@@ -78,8 +78,14 @@ function draw(kind: FaultKind, task: number, random: () => number): { point: str
     }
     case "sub-agent":
       return pick(random, [
-        { point: points.toolStart(task, "billing", "sendEmail"), description: "inside the billing sub-agent: after its model response, before its sendEmail" },
-        { point: points.afterEffect(task, "billing", "sendEmail"), description: "inside the billing sub-agent: after its email was sent, before the result was recorded" },
+        {
+          point: points.toolStart(task, "billing", "sendEmail"),
+          description: "inside the billing sub-agent: after its model response, before its sendEmail",
+        },
+        {
+          point: points.afterEffect(task, "billing", "sendEmail"),
+          description: "inside the billing sub-agent: after its email was sent, before the result was recorded",
+        },
         { point: points.beforeModel(task, "billing", 1), description: "inside the billing sub-agent: its email recorded, before its last model call" },
       ]);
     case "environment-restart": {

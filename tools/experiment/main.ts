@@ -86,7 +86,11 @@ async function main(argv: readonly string[]): Promise<void> {
     return;
   }
   print(bold(`Fault-injection experiment — ${results.command}`));
-  print(dim(`${settings.tasks} tasks, ${results.faults.length} faults (seed ${settings.seed}), ${settings.workers} workers per arm, ${Math.round(results.durationMs / 1000)} s`));
+  print(
+    dim(
+      `${settings.tasks} tasks, ${results.faults.length} faults (seed ${settings.seed}), ${settings.workers} workers per arm, ${Math.round(results.durationMs / 1000)} s`,
+    ),
+  );
   print();
   print(renderTable(results));
   for (const skipped of results.skipped) print(dim(`skipped ${skipped.arm}: ${skipped.reason}`));
@@ -132,7 +136,10 @@ function settingsOf(args: ParsedArgs): ExperimentSettings {
 
 function armsOf(text: string | undefined): ArmName[] {
   if (text === undefined) return [...ARMS];
-  const names = text.split(",").map((name) => name.trim()).filter((name) => name !== "");
+  const names = text
+    .split(",")
+    .map((name) => name.trim())
+    .filter((name) => name !== "");
   if (names.length === 0) throw new CliError("--arms is empty", `name one or more of ${ARMS.join(", ")}`);
   for (const name of names) {
     if (!isArmName(name)) throw new CliError(`unknown arm "${name}"`, `the arms are ${ARMS.join(", ")}`);

@@ -104,7 +104,10 @@ export function stepGaps(record: PassRecord): Map<number, number[]> {
   for (const [task, times] of byTask) {
     times.push(record.outcomes.get(task)!.at);
     times.sort((a, b) => a - b);
-    gaps.set(task, times.slice(1).map((t, i) => t - times[i]!));
+    gaps.set(
+      task,
+      times.slice(1).map((t, i) => t - times[i]!),
+    );
   }
   return gaps;
 }
@@ -240,6 +243,11 @@ export function armResult(arm: ArmName, noFault: PassRecord, faults: PassRecord,
     reproducibleDetail: faults.reproduction?.detail ?? "",
     wallMs: faults.endedAt - faults.startedAt,
     workerStarts: faults.workerStarts,
-    problems: [...noFault.problems, ...faults.problems, ...(faults.timedOut ? ["the pass with faults timed out"] : []), ...(noFault.timedOut ? ["the pass without faults timed out"] : [])],
+    problems: [
+      ...noFault.problems,
+      ...faults.problems,
+      ...(faults.timedOut ? ["the pass with faults timed out"] : []),
+      ...(noFault.timedOut ? ["the pass without faults timed out"] : []),
+    ],
   };
 }

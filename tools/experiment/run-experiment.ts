@@ -94,8 +94,10 @@ export async function runExperiment(settings: ExperimentSettings, observer: Expe
       p99StepMs: baseline.p99,
       steps: baseline.samples,
       throughputTasksPerMin:
-        Math.round(([...baselineRecord.outcomes.values()].filter((o) => o.ok).length / (Math.max(1, baselineRecord.endedAt - baselineRecord.startedAt) / 60_000)) * 10) /
-        10,
+        Math.round(
+          ([...baselineRecord.outcomes.values()].filter((o) => o.ok).length / (Math.max(1, baselineRecord.endedAt - baselineRecord.startedAt) / 60_000)) *
+            10,
+        ) / 10,
     },
     settings: shown,
     command: commandOf(settings),

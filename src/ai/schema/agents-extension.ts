@@ -10,15 +10,7 @@ import { AGENT_MIGRATIONS } from "./agent-migrations.js";
 export const AGENTS_EXTENSION: StoreExtension = {
   name: "agents",
   migrations: AGENT_MIGRATIONS,
-  tables: [
-    "cairn_model_calls",
-    "cairn_tool_calls",
-    "cairn_approvals",
-    "cairn_budgets",
-    "cairn_memory",
-    "cairn_artifacts",
-    "cairn_stream_chunks",
-  ],
+  tables: ["cairn_model_calls", "cairn_tool_calls", "cairn_approvals", "cairn_budgets", "cairn_memory", "cairn_artifacts", "cairn_stream_chunks"],
   stepKinds: ["model", "tool", "memory", "artifact"],
   hooks: {
     // A fork keeps the provenance of the journal it reuses.
@@ -28,14 +20,7 @@ export const AGENTS_EXTENSION: StoreExtension = {
     onResume: [REOPEN_APPROVALS],
     onDelete: {
       // Memory belongs to the agent, not the run: later runs read it, so it stays.
-      runTables: [
-        "cairn_model_calls",
-        "cairn_tool_calls",
-        "cairn_approvals",
-        "cairn_budgets",
-        "cairn_artifacts",
-        "cairn_stream_chunks",
-      ],
+      runTables: ["cairn_model_calls", "cairn_tool_calls", "cairn_approvals", "cairn_budgets", "cairn_artifacts", "cairn_stream_chunks"],
       payloadColumns: [
         { table: "cairn_memory", column: "value_hash" },
         { table: "cairn_artifacts", column: "hash" },

@@ -9,10 +9,7 @@ export const approvals: Command = {
   name: "approvals",
   usage: "[--run runId]",
   summary: "tool calls waiting for a human to approve or deny them",
-  help: [
-    "--run runId   only this run's",
-    'An agent tool with permission "approve" waits here; decide with `cairn approve` or `cairn deny`.',
-  ],
+  help: ["--run runId   only this run's", 'An agent tool with permission "approve" waits here; decide with `cairn approve` or `cairn deny`.'],
   options: { run: "string" },
   async run({ args, database, json }) {
     positionals(args, [], "approvals");

@@ -42,7 +42,7 @@ export const deleteCommand: Command = {
       if (ids.length > 0) {
         for (let i = 0; i < ids.length; i += BATCH) add(total, await cairn.runs.delete({ ...filter, ids: ids.slice(i, i + BATCH), limit: BATCH }));
       } else {
-        for (let deleted = 0; deleted < limit; ) {
+        for (let deleted = 0; deleted < limit;) {
           const batch = await cairn.runs.delete({ ...filter, limit: Math.min(BATCH, limit - deleted) });
           add(total, batch);
           if (batch.runIds.length === 0) break;
@@ -53,7 +53,13 @@ export const deleteCommand: Command = {
       for (const id of ids) {
         if (total.runIds.includes(id)) continue;
         const status = (await findRun(storeOf(cairn), id))?.status;
-        missed.push(status === undefined ? `no run "${id}"` : total.skipped.includes(id) ? `run ${id} has an unfinished descendant or ancestor` : `run ${id} is ${status}`);
+        missed.push(
+          status === undefined
+            ? `no run "${id}"`
+            : total.skipped.includes(id)
+              ? `run ${id} has an unfinished descendant or ancestor`
+              : `run ${id} is ${status}`,
+        );
       }
       return missed;
     });
@@ -64,7 +70,10 @@ export const deleteCommand: Command = {
       if (total.skipped.length > 0) print(dim(`kept ${total.skipped.length} with unfinished descendants: ${total.skipped.slice(0, 10).join(", ")}`));
     }
     if (problems.length > 0) {
-      throw new CliError(`not deleted: ${problems.slice(0, 5).join("; ")}${problems.length > 5 ? ` (and ${problems.length - 5} more)` : ""}`, "only finished runs can be deleted; list them with `cairn runs`");
+      throw new CliError(
+        `not deleted: ${problems.slice(0, 5).join("; ")}${problems.length > 5 ? ` (and ${problems.length - 5} more)` : ""}`,
+        "only finished runs can be deleted; list them with `cairn runs`",
+      );
     }
   },
 };
@@ -79,7 +88,8 @@ function filterOf(args: Parameters<Command["run"]>[0]["args"]): Omit<RunDeleteFi
   const filter: Omit<RunDeleteFilter, "ids" | "limit"> = {};
   const status = stringOption(args, "status");
   if (status !== undefined) {
-    if (!FINISHED.includes(status as FinishedStatus)) throw new CliError(`cannot delete runs in status "${status}"`, `use one of ${FINISHED.join(", ")}: only finished runs are deleted`);
+    if (!FINISHED.includes(status as FinishedStatus))
+      throw new CliError(`cannot delete runs in status "${status}"`, `use one of ${FINISHED.join(", ")}: only finished runs are deleted`);
     filter.status = status as FinishedStatus;
   }
   const workflow = stringOption(args, "workflow");
@@ -96,12 +106,14 @@ const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000,
 
 export function parseDuration(text: string): number {
   const match = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(text.trim());
-  if (match === null) throw new CliError(`--older-than must be a duration like 30d, 12h, 15m, 90s or 500ms, not "${text}"`, "for example --older-than 30d");
+  if (match === null)
+    throw new CliError(`--older-than must be a duration like 30d, 12h, 15m, 90s or 500ms, not "${text}"`, "for example --older-than 30d");
   return Number(match[1]) * UNITS[match[2]!]!;
 }
 
 function parseTime(text: string): number {
   const value = /^\d+$/.test(text.trim()) ? Number(text) : Date.parse(text);
-  if (!Number.isFinite(value)) throw new CliError(`--finished-before must be a date or ms since the epoch, not "${text}"`, "for example --finished-before 2025-01-31T00:00Z");
+  if (!Number.isFinite(value))
+    throw new CliError(`--finished-before must be a date or ms since the epoch, not "${text}"`, "for example --finished-before 2025-01-31T00:00Z");
   return value;
 }

@@ -18,7 +18,7 @@ export const sql: Command = {
     "read-only in a separate process; on PostgreSQL the query logs in as the role cairn_sql_reader",
     "(created on first use), which may only SELECT Cairn's tables (no COPY, files, signals, locks).",
     `--timeout ms   stop the query after this long (default ${DEFAULT_OPERATOR_QUERY_TIMEOUT_MS})`,
-    "Example: cairn sql \"SELECT kind, count(*), sum(duration_ms) FROM cairn_journal GROUP BY kind\"",
+    'Example: cairn sql "SELECT kind, count(*), sum(duration_ms) FROM cairn_journal GROUP BY kind"',
   ],
   options: { timeout: "string" },
   async run({ args, database, json }) {

@@ -75,7 +75,15 @@ export class DemoWorkers {
     await this.journal.poll();
     // A failed request is never recorded either, but it was retried, not lost.
     const unrecorded = this.modelRequests() - this.requestsFailed - this.journal.modelCalls;
-    const kill: Kill = { worker: victim.number, pid: victim.pid, atMs, after, runId, tooLate: await tooLate(), modelCallsLost: unrecorded - this.unrecorded };
+    const kill: Kill = {
+      worker: victim.number,
+      pid: victim.pid,
+      atMs,
+      after,
+      runId,
+      tooLate: await tooLate(),
+      modelCallsLost: unrecorded - this.unrecorded,
+    };
     this.unrecorded = unrecorded;
     this.kills.push(kill);
     const lost = kill.modelCallsLost;
@@ -93,7 +101,9 @@ export class DemoWorkers {
     return new Promise<T>((resolve, reject) => {
       promise.then(resolve, reject);
       // Once `promise` has settled, this rejection is a no-op.
-      void worker.exited.then(({ code, signal }) => reject(new Error(`worker #${worker.number} exited (${signal ?? `code ${code}`}) too early${this.tail()}`)));
+      void worker.exited.then(({ code, signal }) =>
+        reject(new Error(`worker #${worker.number} exited (${signal ?? `code ${code}`}) too early${this.tail()}`)),
+      );
     });
   }
 

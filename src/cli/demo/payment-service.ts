@@ -43,7 +43,8 @@ export class PaymentService {
 
   refund(request: { idempotencyKey: string; orderId: string; amountCents: number }): RefundReceipt {
     const first = this.entries().find((e) => e.idempotencyKey === request.idempotencyKey && !e.deduplicated);
-    const receipt = first === undefined ? { refundId: `rf_${randomBytes(4).toString("hex")}`, deduplicated: false } : { refundId: first.refundId, deduplicated: true };
+    const receipt =
+      first === undefined ? { refundId: `rf_${randomBytes(4).toString("hex")}`, deduplicated: false } : { refundId: first.refundId, deduplicated: true };
     const entry: LedgerEntry = { at: new Date().toISOString(), ...request, ...receipt, caller: this.caller };
     appendFileSync(this.ledgerPath, `${JSON.stringify(entry)}\n`);
     return receipt;

@@ -117,7 +117,14 @@ export async function printReport(demo: DemoRun, verdict: DemoVerdict): Promise<
   field(
     "completed runs",
     `${verdict.completed}/${verdict.tickets.length}` +
-      (verdict.completed === verdict.tickets.length ? green(" ✔") : red(` (${verdict.tickets.filter((t) => t.status !== "succeeded").map((t) => `${t.runId} ${t.status}`).join(", ")})`)),
+      (verdict.completed === verdict.tickets.length
+        ? green(" ✔")
+        : red(
+            ` (${verdict.tickets
+              .filter((t) => t.status !== "succeeded")
+              .map((t) => `${t.runId} ${t.status}`)
+              .join(", ")})`,
+          )),
   );
   field("model calls", `made ${calls.made}, needed ${calls.needed} — ${modelCallsText(calls, demo.kills)}`);
   field(
@@ -128,9 +135,7 @@ export async function printReport(demo: DemoRun, verdict: DemoVerdict): Promise<
   field(
     "refunds",
     `${verdict.refunds}, ${verdict.duplicateRefunds === 0 ? green("0 duplicate refunds") : red(`${verdict.duplicateRefunds} duplicate refunds`)}` +
-      (rerun === 0
-        ? ""
-        : `: the refund tool ran ${verdict.refundToolRuns} times, and the payment service deduplicated ${rerun} by idempotency key`),
+      (rerun === 0 ? "" : `: the refund tool ran ${verdict.refundToolRuns} times, and the payment service deduplicated ${rerun} by idempotency key`),
   );
   field(
     "cost",
@@ -173,7 +178,14 @@ export async function printReport(demo: DemoRun, verdict: DemoVerdict): Promise<
     const result = await store.query(sql);
     print();
     print(`${bold(title)} ${dim(`${cli} sql "${sql}" ${db}`)}`);
-    print(indent(table(result.columns, result.rows.map((row) => result.columns.map((c) => renderCell(row[c], 70))))));
+    print(
+      indent(
+        table(
+          result.columns,
+          result.rows.map((row) => result.columns.map((c) => renderCell(row[c], 70))),
+        ),
+      ),
+    );
     return result.rows;
   };
   await query(

@@ -172,7 +172,18 @@ export async function runDemo(options: DemoOptions): Promise<DemoRun> {
     );
     const modelRequests = mock?.requestCount() ?? pool.requestsSent;
     await mock?.close();
-    return { tickets, model, database, directory, payments, kills: pool.kills, modelRequests, modelRequestsFailed: pool.requestsFailed, elapsedMs: narrator.elapsedMs, cairn: client };
+    return {
+      tickets,
+      model,
+      database,
+      directory,
+      payments,
+      kills: pool.kills,
+      modelRequests,
+      modelRequestsFailed: pool.requestsFailed,
+      elapsedMs: narrator.elapsedMs,
+      cairn: client,
+    };
   } catch (error) {
     await workers?.alive?.kill();
     await stopWatching().catch(() => undefined);
@@ -194,7 +205,8 @@ function intro(model: ModelConfig, database: string, payments: PaymentService, t
       (model.mock ? ` (offline, scripted, ${MOCK_LATENCY_MS} ms a call)` : "") +
       `; priced at $${DEMO_PRICING.inputPerMillion} / $${DEMO_PRICING.outputPerMillion} per million tokens in / out`,
   );
-  for (const [i, ticket] of tickets.entries()) print(`  ${dim(i === 0 ? "tickets" : "")}${" ".repeat(i === 0 ? 3 : 10)}${ticket.runId}: "${ticket.prompt}"`);
+  for (const [i, ticket] of tickets.entries())
+    print(`  ${dim(i === 0 ? "tickets" : "")}${" ".repeat(i === 0 ? 3 : 10)}${ticket.runId}: "${ticket.prompt}"`);
   print(`  ${dim("database")}  ${displayName(database)} (${backend}${fresh ? ", fresh" : ""})`);
   print(`  ${dim("payments")}  ${payments.ledgerPath} (the payment service's ledger; it deduplicates by idempotency key)`);
   print();
@@ -206,6 +218,8 @@ function asksForRefund(detail: string | null): boolean {
 }
 
 async function refundCheckpoints(cairn: Cairn, runId: string): Promise<number> {
-  const rows = await storeOf(cairn).select<{ n: unknown }>("SELECT count(*) AS n FROM cairn_tool_calls WHERE run_id = $1 AND tool_name = 'refund'", [runId]);
+  const rows = await storeOf(cairn).select<{ n: unknown }>("SELECT count(*) AS n FROM cairn_tool_calls WHERE run_id = $1 AND tool_name = 'refund'", [
+    runId,
+  ]);
   return Number(rows[0]?.n ?? 0);
 }

@@ -68,9 +68,7 @@ export class JournalCore extends RunLifecycle {
     super(host, run);
     this.topScope = topScope(this, run.id);
     this.journal = new ReplayJournal(journal);
-    this.order = new CompletionOrder(this.journal.replayOrdinals, this.journal.highestOrdinal, replayStallMs, (ordinal) =>
-      this.stalled(ordinal),
-    );
+    this.order = new CompletionOrder(this.journal.replayOrdinals, this.journal.highestOrdinal, replayStallMs, (ordinal) => this.stalled(ordinal));
   }
 
   /**
@@ -146,7 +144,8 @@ export class JournalCore extends RunLifecycle {
       );
       return null;
     }
-    if (row === undefined && this.order.replaying()) this.unrecordedCalls.push(`${kind} "${name}"${fingerprint === undefined ? "" : ` (fingerprint ${fingerprint})`}`);
+    if (row === undefined && this.order.replaying())
+      this.unrecordedCalls.push(`${kind} "${name}"${fingerprint === undefined ? "" : ` (fingerprint ${fingerprint})`}`);
     return began;
   }
 
@@ -215,7 +214,8 @@ export class JournalCore extends RunLifecycle {
   private stalled(ordinal: number): void {
     const row = this.journal.byOrdinal(ordinal);
     const what = row === undefined ? `completion ${ordinal}` : `${row.kind} "${row.name}" at seq ${row.seq}`;
-    const instead = this.unrecordedCalls.length === 0 ? "" : `; it called ${this.unrecordedCalls.slice(0, 5).join(", ")}, which the journal has no record of,`;
+    const instead =
+      this.unrecordedCalls.length === 0 ? "" : `; it called ${this.unrecordedCalls.slice(0, 5).join(", ")}, which the journal has no record of,`;
     this.diverged(
       `: the journal recorded ${what} as the next operation to complete, but replay has not called it${instead} ` +
         "(the code no longer calls it, calls it differently, or calls it only after something that was not recorded)",
@@ -303,5 +303,4 @@ export class JournalCore extends RunLifecycle {
   where(seq: number, name: string): string {
     return `run ${this.runId} seq ${seq} ("${name}")`;
   }
-
 }

@@ -103,9 +103,7 @@ async function readOnly(client: pg.Client, sql: string): Promise<QueryResult> {
       // COPY ... TO STDOUT reads only what SELECT could, but its rows travel outside the result.
       throw new OperatorQueryRefusedError("COPY is not a query", "use SELECT (and --json for machine-readable rows)");
     }
-    const locks = await client.query<{ n: number }>(
-      "SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()",
-    );
+    const locks = await client.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()");
     if ((locks.rows[0]?.n ?? 0) > 0) {
       throw new OperatorQueryRefusedError("the statement took an advisory lock", "advisory locks are Cairn's (its migration lock): leave them be");
     }

@@ -49,9 +49,7 @@ type Raw = Record<string, unknown>;
 const INT8_OID = 20;
 const TYPES = {
   getTypeParser: ((oid: number, format?: "text" | "binary") =>
-    oid === INT8_OID && format !== "binary"
-      ? (value: string) => Number(value)
-      : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+    oid === INT8_OID && format !== "binary" ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 };
 
 /** Key of the advisory lock that makes concurrent `migrate()` calls take turns ("cairn" in ASCII). */
@@ -438,7 +436,6 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
     return postgresOperatorQuery(this.pool, this.url, TYPES, sql, options);
   }
 
-
   private async inTransaction<T>(fn: (client: PoolClient) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
     let broken: Error | undefined;
@@ -555,4 +552,3 @@ function redactedUrl(url: string): string {
     return "the database";
   }
 }
-

@@ -290,7 +290,6 @@ export class SqliteStore extends SqlStore<null> implements Store {
   operatorQuery(sql: string, options: OperatorQueryOptions = {}): Promise<QueryResult> {
     return sqliteOperatorQuery(this.path, sql, options);
   }
-
 }
 
 /** The claim itself: the runs are chosen and taken in one statement. */

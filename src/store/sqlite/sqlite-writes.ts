@@ -45,9 +45,7 @@ export class SqliteWrites {
     this.s = {
       fence: db.prepare("SELECT 1 FROM cairn_runs WHERE id = ? AND executor_id = ? AND status = 'running'"),
       runExists: db.prepare("SELECT 1 FROM cairn_runs WHERE id = ?"),
-      payload: db.prepare(
-        "INSERT INTO cairn_payloads (hash, body, size, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING",
-      ),
+      payload: db.prepare("INSERT INTO cairn_payloads (hash, body, size, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING"),
       // A pending row (a wait that began) is the only row a later write may replace.
       step: db.prepare(
         `INSERT INTO cairn_steps (run_id, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts,
@@ -81,9 +79,7 @@ export class SqliteWrites {
         `UPDATE cairn_runs SET wake_at = ?1, updated_at = ?1
          WHERE id = (SELECT parent_id FROM cairn_runs WHERE id = ?2) AND status = 'waiting'`,
       ),
-      suspend: db.prepare(
-        "UPDATE cairn_runs SET status = 'waiting', executor_id = NULL, wake_at = ?, updated_at = ? WHERE id = ?",
-      ),
+      suspend: db.prepare("UPDATE cairn_runs SET status = 'waiting', executor_id = NULL, wake_at = ?, updated_at = ? WHERE id = ?"),
       inbox: db.prepare(
         `SELECT m.id, COALESCE(m.body, p.body) AS body FROM cairn_messages m
          LEFT JOIN cairn_payloads p ON p.hash = m.body_hash

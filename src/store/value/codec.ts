@@ -52,7 +52,11 @@ export function encodeThrown(thrown: unknown, where: string): string {
   if (thrown instanceof Error) {
     return JSON.stringify(withStack(thrown, context, "error", 0, () => errorToRecord(thrown, context, "error", 0)));
   }
-  const record: ErrorRecord = { name: `thrown ${thrown === null ? "null" : typeof thrown}`, message: describe(thrown), thrown: toJson(thrown, context, "thrown", 0) };
+  const record: ErrorRecord = {
+    name: `thrown ${thrown === null ? "null" : typeof thrown}`,
+    message: describe(thrown),
+    thrown: toJson(thrown, context, "thrown", 0),
+  };
   return JSON.stringify(record);
 }
 
@@ -154,7 +158,8 @@ function sparseToJson(array: unknown[], context: EncodeContext, path: string, de
 function plainToJson(object: object, nullProto: boolean, context: EncodeContext, path: string, depth: number): Json {
   const out: { [key: string]: Json } = {};
   for (const key of Object.keys(object)) {
-    if (key === "__proto__") throw unserializable(context.where, `${path}["__proto__"]`, 'an own "__proto__" key (reading it back would set the prototype)');
+    if (key === "__proto__")
+      throw unserializable(context.where, `${path}["__proto__"]`, 'an own "__proto__" key (reading it back would set the prototype)');
     out[key] = toJson((object as Record<string, unknown>)[key], context, `${path}.${key}`, depth + 1);
   }
   const symbols = symbolsToJson(object, context, path, depth);
@@ -325,7 +330,10 @@ function errorToRecord(error: Error, context: EncodeContext, path: string, depth
       if (SPECIAL.has(key) || (key === "code" && record.code !== undefined) || (cairn && (key === "runId" || key === "seq"))) continue;
       if (key === "__proto__") throw unserializable(context.where, `${path}["__proto__"]`, 'an own "__proto__" key');
       const value = (error as unknown as Record<string, unknown>)[key];
-      (props ??= {})[key] = error instanceof InvalidSpecError && key === "value" ? diagnostic(value, context, path, depth) : toJson(value, context, `${path}.${key}`, depth + 1);
+      (props ??= {})[key] =
+        error instanceof InvalidSpecError && key === "value"
+          ? diagnostic(value, context, path, depth)
+          : toJson(value, context, `${path}.${key}`, depth + 1);
     }
     if (props !== undefined) record.props = props;
     const symbols = symbolsToJson(error, context, path, depth);

@@ -4,15 +4,5 @@
  * import this door, not the files behind it.
  */
 export { MAX_DEPTH, decodeThrown, decodeValue, describe, encodeThrown, encodeValue, type ErrorRecord, type Json } from "./codec.js";
-export {
-  INLINE_LIMIT,
-  errorFromText,
-  errorText,
-  fromStored,
-  hashText,
-  splitStored,
-  storableThrown,
-  storedText,
-  toStored,
-} from "./journal-value.js";
+export { INLINE_LIMIT, errorFromText, errorText, fromStored, hashText, splitStored, storableThrown, storedText, toStored } from "./journal-value.js";
 export type { StoredValue } from "../store.js";

@@ -74,4 +74,3 @@ function substitute(thrown: unknown, refusal: unknown): UnserializableError {
   const reason = refusal instanceof Error ? refusal.message : String(refusal);
   return new UnserializableError(`${reason} What was thrown: ${describe(thrown)}`);
 }
-

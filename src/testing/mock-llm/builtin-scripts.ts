@@ -14,8 +14,7 @@ export const REFUND_SCRIPT: MockScript = {
     {
       match: { lastRole: "tool", hasToolResultFor: "refund" },
       reply: {
-        content:
-          "Refunded order {{promptNumber}}: {{toolResult.lookUpOrder.totalCents}} cents are on their way back to the original payment method.",
+        content: "Refunded order {{promptNumber}}: {{toolResult.lookUpOrder.totalCents}} cents are on their way back to the original payment method.",
       },
     },
     {

@@ -26,9 +26,7 @@ export interface RenderedReply {
 }
 
 export type Outcome =
-  | { kind: "reply"; reply: RenderedReply }
-  | { kind: "error"; status: number; type: string; message: string }
-  | { kind: "malformed"; status: number };
+  { kind: "reply"; reply: RenderedReply } | { kind: "error"; status: number; type: string; message: string } | { kind: "malformed"; status: number };
 
 export interface Decision {
   /** The rule that answered: its index in `rules`, "default", or null when none matched. */

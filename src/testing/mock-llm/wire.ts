@@ -49,7 +49,9 @@ export function parseChatRequest(body: unknown): ChatRequest | string {
 
 /** `chatcmpl-` and a hash of the model and messages: the same request gets the same id. */
 export function responseId(request: ChatRequest): string {
-  const hash = createHash("sha256").update(JSON.stringify([request.model, request.messages])).digest("hex");
+  const hash = createHash("sha256")
+    .update(JSON.stringify([request.model, request.messages]))
+    .digest("hex");
   return `chatcmpl-${hash.slice(0, 24)}`;
 }
 
@@ -67,7 +69,9 @@ export function completionBody(id: string, model: string, reply: RenderedReply):
           content: reply.content,
           ...(reply.toolCalls.length === 0
             ? {}
-            : { tool_calls: reply.toolCalls.map((call) => ({ id: call.id, type: "function", function: { name: call.name, arguments: call.arguments } })) }),
+            : {
+                tool_calls: reply.toolCalls.map((call) => ({ id: call.id, type: "function", function: { name: call.name, arguments: call.arguments } })),
+              }),
         },
         finish_reason: reply.finishReason,
       },

@@ -10,7 +10,10 @@ import { MockLanguageModelV4 } from "ai/test";
 
 const phase = process.argv[2]; // "first" | "resume"
 const calls = () => readFileSync("calls.log", "utf8").split("\n").filter(Boolean).length;
-const usage = { inputTokens: { total: 5, noCache: 5, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: 3, text: 3, reasoning: undefined } };
+const usage = {
+  inputTokens: { total: 5, noCache: 5, cacheRead: undefined, cacheWrite: undefined },
+  outputTokens: { total: 3, text: 3, reasoning: undefined },
+};
 const model = new MockLanguageModelV4({
   modelId: "consumer-model",
   doGenerate: async (options) => {
@@ -18,7 +21,12 @@ const model = new MockLanguageModelV4({
     const answered = options.prompt.some((m) => m.role === "tool");
     return answered
       ? { content: [{ type: "text", text: "shipped order 7" }], finishReason: { unified: "stop", raw: "stop" }, usage, warnings: [] }
-      : { content: [{ type: "tool-call", toolCallId: "call-1", toolName: "ship", input: JSON.stringify({ order: 7 }) }], finishReason: { unified: "tool-calls", raw: "tool_calls" }, usage, warnings: [] };
+      : {
+          content: [{ type: "tool-call", toolCallId: "call-1", toolName: "ship", input: JSON.stringify({ order: 7 }) }],
+          finishReason: { unified: "tool-calls", raw: "tool_calls" },
+          usage,
+          warnings: [],
+        };
   },
 });
 

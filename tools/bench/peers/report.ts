@@ -221,7 +221,12 @@ function usPerStep(t: PeerTiming): number {
 }
 
 function runPercentile(t: PeerTiming, p: number): number | null {
-  return t.runLatenciesMs.length === 0 ? null : percentile([...t.runLatenciesMs].sort((a, b) => a - b), p);
+  return t.runLatenciesMs.length === 0
+    ? null
+    : percentile(
+        [...t.runLatenciesMs].sort((a, b) => a - b),
+        p,
+      );
 }
 
 function formatMs(value: number | null): string {

@@ -53,13 +53,7 @@ export interface Arm {
 }
 
 export type ArmName =
-  | "raw-sqlite"
-  | "cairn-sqlite"
-  | "langgraph-sqlite"
-  | "langgraph-sqlite-defaults"
-  | "raw-postgres"
-  | "cairn-postgres"
-  | "dbos-postgres";
+  "raw-sqlite" | "cairn-sqlite" | "langgraph-sqlite" | "langgraph-sqlite-defaults" | "raw-postgres" | "cairn-postgres" | "dbos-postgres";
 
 /**
  * Runs `runOne(0 .. runs-1)` with at most `inFlight` running at a time (1: one after another),

@@ -26,7 +26,9 @@ export function cairnArm(backend: "sqlite" | "postgres"): Arm {
     async unavailable(settings) {
       if (backend === "sqlite") return undefined;
       const reason = await postgresUnreachable(settings.postgresUrl);
-      return reason === undefined ? undefined : `PostgreSQL at ${settings.postgresUrl} does not answer (${reason}); start one with \`bash scripts/pg-start.sh\` or pass --postgres <url>`;
+      return reason === undefined
+        ? undefined
+        : `PostgreSQL at ${settings.postgresUrl} does not answer (${reason}); start one with \`bash scripts/pg-start.sh\` or pass --postgres <url>`;
     },
     async open(pass: PassContext): Promise<ArmSession> {
       let scratch: ScratchDatabase | undefined;
@@ -55,11 +57,10 @@ export function cairnArm(backend: "sqlite" | "postgres"): Arm {
           const at = key.lastIndexOf(":");
           const [runId, seq] = [key.slice(0, at), Number(key.slice(at + 1))];
           const started = performance.now();
-          const rows = await storeOf(client)
-            .select<{ model_seq: unknown; model_id: string | null; model_excerpt: string | null; tool_call_id: string }>(
-              "SELECT model_seq, model_id, model_excerpt, tool_call_id FROM cairn_provenance WHERE run_id = $1 AND tool_seq = $2",
-              [runId, seq],
-            );
+          const rows = await storeOf(client).select<{ model_seq: unknown; model_id: string | null; model_excerpt: string | null; tool_call_id: string }>(
+            "SELECT model_seq, model_id, model_excerpt, tool_call_id FROM cairn_provenance WHERE run_id = $1 AND tool_seq = $2",
+            [runId, seq],
+          );
           const ms = performance.now() - started;
           const row = rows[0];
           return {
@@ -67,7 +68,10 @@ export function cairnArm(backend: "sqlite" | "postgres"): Arm {
             ms,
             commands: 1,
             exact: rows.length === 1 && row?.model_seq !== null,
-            answer: row === undefined ? "no tool call under that key" : `${runId} model call seq ${String(row.model_seq)}: ${row.model_excerpt ?? ""} (tool call ${row.tool_call_id})`,
+            answer:
+              row === undefined
+                ? "no tool call under that key"
+                : `${runId} model call seq ${String(row.model_seq)}: ${row.model_excerpt ?? ""} (tool call ${row.tool_call_id})`,
             method: "SELECT model_seq, model_id, model_excerpt, tool_call_id FROM cairn_provenance WHERE run_id = $1 AND tool_seq = $2",
           };
         },

@@ -50,7 +50,8 @@ export const langGraphArm: Arm = {
           ms,
           commands: 1,
           exact: candidates.length === 1,
-          answer: found === undefined ? "no message in the thread asks for it" : `thread task-${target.task}, message ${found.index} (tool call ${found.id})`,
+          answer:
+            found === undefined ? "no message in the thread asks for it" : `thread task-${target.task}, message ${found.index} (tool call ${found.id})`,
           method: "read the thread's latest checkpoint through SqliteSaver and search its messages for the tool call",
         };
       },

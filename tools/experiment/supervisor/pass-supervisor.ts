@@ -120,10 +120,7 @@ export class PassSupervisor {
       if (marker.e === "replay") verdict = marker;
       if (marker.e === "model-start" || marker.e === "tool-start") liveCalls++;
     });
-    const exit = await Promise.race([
-      worker.exited,
-      new Promise<"timeout">((resolve) => setTimeout(() => resolve("timeout"), 60_000).unref()),
-    ]);
+    const exit = await Promise.race([worker.exited, new Promise<"timeout">((resolve) => setTimeout(() => resolve("timeout"), 60_000).unref())]);
     if (exit === "timeout") await worker.kill();
     if (verdict === undefined) return { runs: 0, identical: 0, liveCalls, detail: `the replay worker gave no verdict: ${worker.tail(3) || String(exit)}` };
     return { runs: verdict.runs, identical: verdict.identical, detail: verdict.detail, liveCalls };
@@ -149,7 +146,10 @@ export class PassSupervisor {
 
   /** Starts a worker in `slot` if the slot has work left; returns whether it did. */
   private startSlot(slot: number): boolean {
-    const { tasks, awaitTasks } = this.session.tasksFor(slot, [...this.unfinished].sort((a, b) => a - b));
+    const { tasks, awaitTasks } = this.session.tasksFor(
+      slot,
+      [...this.unfinished].sort((a, b) => a - b),
+    );
     if (awaitTasks.length === 0) return false;
     const config = { ...this.baseConfig(slot, tasks, awaitTasks), ...this.session.workerFields(slot) };
     const worker = new WorkerProcess(this.plan.workerPath, config, (marker, w) => this.onMarker(marker, w));
@@ -187,7 +187,12 @@ export class PassSupervisor {
       }
       case "task-done":
       case "task-failed":
-        this.settle(marker.task, marker.e === "task-done" && isResolved(marker.task, marker.text), marker.e === "task-done" ? marker.text : marker.error, marker.t);
+        this.settle(
+          marker.task,
+          marker.e === "task-done" && isResolved(marker.task, marker.text),
+          marker.e === "task-done" ? marker.text : marker.error,
+          marker.t,
+        );
         return;
       case "error":
         this.problem(`worker in slot ${worker.slot} (pid ${worker.pid}): ${marker.message.split("\n")[0]}`);

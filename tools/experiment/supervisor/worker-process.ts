@@ -19,7 +19,10 @@ export class WorkerProcess {
     readonly config: WorkerConfig,
     onMarker: (marker: Marker, worker: WorkerProcess) => void,
   ) {
-    this.child = spawn(process.execPath, [workerPath], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, [CONFIG_ENV]: JSON.stringify(config) } });
+    this.child = spawn(process.execPath, [workerPath], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, [CONFIG_ENV]: JSON.stringify(config) },
+    });
     if (this.child.pid === undefined) throw new Error(`could not start ${workerPath}`);
     this.pid = this.child.pid;
     this.exited = new Promise((resolve) => this.child.once("exit", (code, signal) => resolve({ code, signal })));

@@ -8,15 +8,7 @@
 
 import { Cairn, RunNotFoundError } from "../../../src/index.js";
 import { idempotencyKey, type AgentOutput } from "../../../src/ai/index.js";
-import {
-  APPROVAL_TOOL,
-  BILLING_SYSTEM,
-  DELEGATION_DESCRIPTION,
-  DELEGATION_TOOL,
-  PRICING,
-  promptOf,
-  SUPPORT_SYSTEM,
-} from "../workload.js";
+import { APPROVAL_TOOL, BILLING_SYSTEM, DELEGATION_DESCRIPTION, DELEGATION_TOOL, PRICING, promptOf, SUPPORT_SYSTEM } from "../workload.js";
 import type { Marker } from "../markers.js";
 import { errorText, WorkerKit } from "./worker-kit.js";
 import type { WorkerConfig } from "./worker-config.js";
@@ -40,7 +32,13 @@ export async function runCairnWorker(config: WorkerConfig): Promise<void> {
     onError: (error) => process.stderr.write(`[cairn onError] ${errorText(error)}\n`),
   });
   const keyOf = idempotencyKey;
-  const billing = cairn.agent("billing", { model: kit.model("billing"), system: BILLING_SYSTEM, tools: billingTools(kit, keyOf), pricing: PRICING, maxSteps: 6 });
+  const billing = cairn.agent("billing", {
+    model: kit.model("billing"),
+    system: BILLING_SYSTEM,
+    tools: billingTools(kit, keyOf),
+    pricing: PRICING,
+    maxSteps: 6,
+  });
   const support = cairn.agent("support", {
     model: kit.model("support"),
     system: SUPPORT_SYSTEM,

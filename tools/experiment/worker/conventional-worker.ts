@@ -37,7 +37,13 @@ export async function runConventionalWorker(config: WorkerConfig): Promise<void>
       description: DELEGATION_DESCRIPTION,
       inputSchema: delegationSchema,
       execute: async ({ prompt }) => {
-        const result = await generateText({ model: billingModel, system: BILLING_SYSTEM, prompt, tools: billingTools(kit, noKey), stopWhen: stepCountIs(6) });
+        const result = await generateText({
+          model: billingModel,
+          system: BILLING_SYSTEM,
+          prompt,
+          tools: billingTools(kit, noKey),
+          stopWhen: stepCountIs(6),
+        });
         return result.text;
       },
     }),

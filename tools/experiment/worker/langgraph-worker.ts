@@ -12,14 +12,7 @@ import { Annotation, Command, END, interrupt, START, StateGraph, type LangGraphR
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import { generateText, tool, type ModelMessage, type ToolExecutionOptions, type ToolSet } from "ai";
 import type { Marker } from "../markers.js";
-import {
-  APPROVAL_TOOL,
-  BILLING_SYSTEM,
-  DELEGATION_DESCRIPTION,
-  DELEGATION_TOOL,
-  promptOf,
-  SUPPORT_SYSTEM,
-} from "../workload.js";
+import { APPROVAL_TOOL, BILLING_SYSTEM, DELEGATION_DESCRIPTION, DELEGATION_TOOL, promptOf, SUPPORT_SYSTEM } from "../workload.js";
 import { awaitApproval } from "./desk-client.js";
 import { errorText, WorkerKit } from "./worker-kit.js";
 import type { WorkerConfig } from "./worker-config.js";
@@ -93,7 +86,9 @@ function agentGraph(spec: GraphSpec) {
 
 function toolCalls(message: ModelMessage | undefined): ToolCall[] {
   if (message?.role !== "assistant" || typeof message.content === "string") return [];
-  return message.content.flatMap((part) => (part.type === "tool-call" ? [{ toolCallId: part.toolCallId, toolName: part.toolName, input: part.input }] : []));
+  return message.content.flatMap((part) =>
+    part.type === "tool-call" ? [{ toolCallId: part.toolCallId, toolName: part.toolName, input: part.input }] : [],
+  );
 }
 
 function lastText(messages: readonly ModelMessage[]): string {
@@ -189,7 +184,9 @@ async function replay(graph: SupportGraph, tasks: readonly number[]): Promise<Ma
       if (lastText(result.messages) === original) identical++;
       else problems.push(`${threadOf(task)}: a different answer`);
     } catch (error) {
-      problems.push(`${threadOf(task)}: re-running from its first checkpoint executed the model call again, which failed (${errorText(error).slice(0, 120)})`);
+      problems.push(
+        `${threadOf(task)}: re-running from its first checkpoint executed the model call again, which failed (${errorText(error).slice(0, 120)})`,
+      );
     }
   }
   return { e: "replay", runs: tasks.length, identical, detail: problems.length === 0 ? "re-ran each thread from its first checkpoint" : problems[0]! };

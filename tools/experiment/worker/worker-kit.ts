@@ -101,7 +101,11 @@ export class WorkerKit {
 
   private fired(): Set<string> {
     if (!existsSync(this.config.firedFile)) return new Set();
-    return new Set(readFileSync(this.config.firedFile, "utf8").split("\n").filter((line) => line !== ""));
+    return new Set(
+      readFileSync(this.config.firedFile, "utf8")
+        .split("\n")
+        .filter((line) => line !== ""),
+    );
   }
 }
 

@@ -32,7 +32,11 @@ function effectTool<I extends TaskInput>(
       await kit.hangAt(points.toolStart(task, agent, name), task);
       kit.emit({ e: "tool-start", task, agent, tool: name, t: Date.now() });
       const key = keyOf(options);
-      const result = await kit.call(spec.path, { ...(input as unknown as Record<string, unknown>), task, ...(key === undefined ? {} : { idempotencyKey: key }) });
+      const result = await kit.call(spec.path, {
+        ...(input as unknown as Record<string, unknown>),
+        task,
+        ...(key === undefined ? {} : { idempotencyKey: key }),
+      });
       kit.emit({ e: "effect-done", task, agent, tool: name, t: Date.now() });
       await kit.hangAt(points.afterEffect(task, agent, name), task);
       return result;
