@@ -1,3 +1,4 @@
+import { toPositional } from "./connection.js";
 import type { ExecutorRow, RunRow, RunStatus, StepKind, StepRow, StepStatus } from "./store.js";
 
 /**
@@ -76,36 +77,13 @@ export { splitStored } from "./value/journal-value.js";
  * users write one placeholder style on both backends. `$` inside quoted strings is left alone.
  */
 export function positionalPlaceholders(text: string, params: readonly unknown[]): { text: string; params: unknown[] } {
-  const ordered: unknown[] = [];
-  let out = "";
-  let quote: string | null = null;
-  for (let i = 0; i < text.length; i++) {
-    const ch = text[i]!;
-    if (quote !== null) {
-      out += ch;
-      if (ch === quote) quote = null;
-      continue;
+  const positional = toPositional(text);
+  for (const index of positional.order) {
+    if (index < 0 || index >= params.length) {
+      throw new RangeError(`placeholder $${index + 1} has no parameter (${params.length} given)`);
     }
-    if (ch === "'" || ch === '"') {
-      quote = ch;
-      out += ch;
-      continue;
-    }
-    if (ch === "$" && /[0-9]/.test(text[i + 1] ?? "")) {
-      let j = i + 1;
-      while (j < text.length && /[0-9]/.test(text[j]!)) j++;
-      const index = Number(text.slice(i + 1, j)) - 1;
-      if (index < 0 || index >= params.length) {
-        throw new RangeError(`placeholder $${index + 1} has no parameter (${params.length} given)`);
-      }
-      ordered.push(params[index]);
-      out += "?";
-      i = j - 1;
-      continue;
-    }
-    out += ch;
   }
-  return { text: out, params: ordered };
+  return { text: positional.text, params: positional.order.map((index) => params[index]) };
 }
 
 /**
