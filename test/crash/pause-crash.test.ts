@@ -1,7 +1,8 @@
+import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
-import { BACKENDS } from "../backends.js";
+import { BACKENDS, type Backend } from "../backends.js";
 import { cairnFactory } from "../harness.js";
-import { readLedger, tally, workerFactory } from "./crash-harness.js";
+import { readLedger, tally, workerFactory, type Worker } from "./crash-harness.js";
 import { runtimeOf, storeOf } from "../../src/internal.js";
 
 describe.each(BACKENDS)("a worker paused past its lease on $name", (backend) => {
@@ -23,7 +24,7 @@ describe.each(BACKENDS)("a worker paused past its lease on $name", (backend) => 
     await frozen.line(/^slow held 1$/);
     // SIGSTOP: alive (its pid answers, its PostgreSQL session stays open) but silent, so only the
     // lease can tell the peer it is gone.
-    frozen.pause();
+    await pauseOutsideAWrite(frozen, backend, db);
     const peer = workers.spawn({ database: db, ledger, leaseMs, stay: true, await: ["held"] });
     expect(await peer.result("held")).toEqual({ status: "succeeded", value: { n: 4, sum: 14 } });
 
@@ -56,3 +57,35 @@ describe.each(BACKENDS)("a worker paused past its lease on $name", (backend) => 
     expect(recovered.rows).toEqual([]);
   });
 });
+
+/**
+ * Freezes the worker at a moment it holds no SQLite write lock. The worker polls and heartbeats, so
+ * a SIGSTOP can land inside one of its short write transactions; a process frozen there holds the
+ * database's one write lock, and every other process waits for it (SQLite allows one writer — no
+ * lease can take a lock over). That is SQLite's limit, not what this test is about: it is about a
+ * worker frozen between commits, so it stops the worker again until the write lock is free.
+ * PostgreSQL locks rows, not the database, so one SIGSTOP is the test there.
+ */
+async function pauseOutsideAWrite(worker: Worker, backend: Backend, database: string): Promise<void> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    worker.pause();
+    if (backend.name !== "sqlite" || writeLockIsFree(database)) return;
+    worker.resume();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  throw new Error("the worker held SQLite's write lock at each of 100 pauses");
+}
+
+function writeLockIsFree(path: string): boolean {
+  const probe = new Database(path, { timeout: 0 });
+  try {
+    probe.exec("BEGIN IMMEDIATE");
+    probe.exec("ROLLBACK");
+    return true;
+  } catch (error) {
+    if ((error as { code?: string }).code === "SQLITE_BUSY") return false;
+    throw error;
+  } finally {
+    probe.close();
+  }
+}
