@@ -196,22 +196,26 @@ describe.each(BACKENDS)("replay fuzzer on $name", (backend) => {
     );
   }
 
-  it(`replays ${killedCount} random programs exactly after a SIGKILL at a random moment (seed ${seed})`, { timeout: 300_000 }, async () => {
-    const killSeed = seed + 7_919 + (backend.name === "postgres" ? 1 : 0);
-    const outcomes = await runKilled(killSeed, killedCount, seed % 150);
-    const failed = outcomes.filter((o) => o.problem !== null);
-    expect(
-      failed.map((o) => `${o.problem}\nprogram: ${JSON.stringify(o.program.root)}`).slice(0, 3),
-      `FUZZ_SEED=${seed}: ${failed.length} of ${outcomes.length} programs replayed wrongly after the SIGKILL`,
-    ).toEqual([]);
-  });
+  it(
+    `replays ${killedCount} random programs exactly after a SIGKILL at a random moment (seed ${seed})`,
+    { timeout: budgetMs(killedCount, 150) },
+    async () => {
+      const killSeed = seed + 7_919 + (backend.name === "postgres" ? 1 : 0);
+      const outcomes = await runKilled(killSeed, killedCount, seed % 150);
+      const failed = outcomes.filter((o) => o.problem !== null);
+      expect(
+        failed.map((o) => `${o.problem}\nprogram: ${JSON.stringify(o.program.root)}`).slice(0, 3),
+        `FUZZ_SEED=${seed}: ${failed.length} of ${outcomes.length} programs replayed wrongly after the SIGKILL`,
+      ).toEqual([]);
+    },
+  );
 
   it.each(corpus)("replays the corpus case $name exactly", async ({ root }) => {
     await check([{ seed: 0, root }], null);
     await check([{ seed: 0, root }], 30);
   });
 
-  it(`replays ${count} random programs exactly (seed ${seed})`, { timeout: 300_000 }, async () => {
+  it(`replays ${count} random programs exactly (seed ${seed})`, { timeout: budgetMs(count, 60) }, async () => {
     const all = programs(seed + (backend.name === "postgres" ? 1 : 0), count);
     const half = Math.ceil(all.length / 2);
     await check(all.slice(0, half), null);
@@ -219,3 +223,8 @@ describe.each(BACKENDS)("replay fuzzer on $name", (backend) => {
     await eventually(() => true);
   });
 });
+
+/** A test's time: 5 minutes for CI's counts, more for the larger runs FUZZ_PROGRAMS asks for. */
+function budgetMs(programs: number, msPerProgram: number): number {
+  return Math.max(300_000, programs * msPerProgram);
+}
