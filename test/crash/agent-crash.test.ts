@@ -1,4 +1,3 @@
-import Database from "better-sqlite3";
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -8,7 +7,7 @@ import type { Cairn } from "../../src/index.js";
 import { REFUND_SCRIPT, startMockLlm, type LoggedRequest, type MockLlm, type MockScript } from "../../src/testing/mock-llm/index.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
-import { Worker } from "./crash-harness.js";
+import { sqliteWriteLockIsFree, Worker } from "./crash-harness.js";
 import { storeOf } from "../../src/internal.js";
 import { scratchDir } from "../scratch.js";
 
@@ -158,17 +157,7 @@ describe.each(BACKENDS)("SIGKILL during agents on $name", (backend) => {
       );
       return Number(busy[0]!.n) === 0;
     }
-    const probe = new Database(db, { timeout: 0 });
-    try {
-      probe.exec("BEGIN IMMEDIATE");
-      probe.exec("ROLLBACK");
-      return true;
-    } catch (error) {
-      if ((error as { code?: string }).code === "SQLITE_BUSY") return false;
-      throw error;
-    } finally {
-      probe.close();
-    }
+    return sqliteWriteLockIsFree(db);
   }
 
   const refunded = (order: number) => `Refunded order ${order}: 4200 cents are on their way back to the original payment method.`;

@@ -1,3 +1,4 @@
+import Database from "better-sqlite3";
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -216,4 +217,23 @@ async function within<T>(promise: Promise<T>, timeoutMs: number, what: string): 
 
 function escape(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+/**
+ * Whether SQLite's one write lock is free (no process, frozen or not, is inside a write): a
+ * `BEGIN IMMEDIATE` that does not wait. Crash tests that freeze a worker use it to freeze it
+ * between its commits.
+ */
+export function sqliteWriteLockIsFree(path: string): boolean {
+  const probe = new Database(path, { timeout: 0 });
+  try {
+    probe.exec("BEGIN IMMEDIATE");
+    probe.exec("ROLLBACK");
+    return true;
+  } catch (error) {
+    if ((error as { code?: string }).code === "SQLITE_BUSY") return false;
+    throw error;
+  } finally {
+    probe.close();
+  }
 }

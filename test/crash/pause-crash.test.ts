@@ -1,8 +1,7 @@
-import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { BACKENDS, type Backend } from "../backends.js";
 import { cairnFactory } from "../harness.js";
-import { readLedger, tally, workerFactory, type Worker } from "./crash-harness.js";
+import { readLedger, sqliteWriteLockIsFree, tally, workerFactory, type Worker } from "./crash-harness.js";
 import { runtimeOf, storeOf } from "../../src/internal.js";
 
 describe.each(BACKENDS)("a worker paused past its lease on $name", (backend) => {
@@ -69,23 +68,9 @@ describe.each(BACKENDS)("a worker paused past its lease on $name", (backend) => 
 async function pauseOutsideAWrite(worker: Worker, backend: Backend, database: string): Promise<void> {
   for (let attempt = 0; attempt < 100; attempt++) {
     worker.pause();
-    if (backend.name !== "sqlite" || writeLockIsFree(database)) return;
+    if (backend.name !== "sqlite" || sqliteWriteLockIsFree(database)) return;
     worker.resume();
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
   throw new Error("the worker held SQLite's write lock at each of 100 pauses");
-}
-
-function writeLockIsFree(path: string): boolean {
-  const probe = new Database(path, { timeout: 0 });
-  try {
-    probe.exec("BEGIN IMMEDIATE");
-    probe.exec("ROLLBACK");
-    return true;
-  } catch (error) {
-    if ((error as { code?: string }).code === "SQLITE_BUSY") return false;
-    throw error;
-  } finally {
-    probe.close();
-  }
 }
