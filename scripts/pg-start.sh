@@ -58,8 +58,23 @@ unix_socket_directories = '${PG_DIR}'
 max_connections = 300
 CONF
   fi
+  # A copied or rebooted machine can carry the postmaster.pid of a server that no longer runs; if
+  # that pid now belongs to another process, PostgreSQL refuses to start. No server answers here,
+  # so a pid file whose process is not a postgres is stale.
+  if [ -f "$PG_DIR/postmaster.pid" ]; then
+    stale_pid="$(head -1 "$PG_DIR/postmaster.pid")"
+    if ! ps -o comm= -p "$stale_pid" 2>/dev/null | grep -q postgres; then
+      log "removing the stale postmaster.pid of process $stale_pid"
+      rm -f "$PG_DIR/postmaster.pid"
+    fi
+  fi
   log "starting PostgreSQL ($BIN) in $PG_DIR"
-  as_postgres "$BIN/pg_ctl" -D "$PG_DIR" -l "$PG_DIR/server.log" -w -t 60 start >&2
+  # Crash recovery of a large cluster can take minutes; waiting 60 s was not always enough.
+  if ! as_postgres "$BIN/pg_ctl" -D "$PG_DIR" -l "$PG_DIR/server.log" -w -t 300 start >&2; then
+    log "PostgreSQL did not start; the end of $PG_DIR/server.log:"
+    tail -n 30 "$PG_DIR/server.log" >&2 || true
+    exit 1
+  fi
 fi
 
 # The database, created once. psql talks to whichever server answers, ours or one already there.
