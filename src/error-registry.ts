@@ -6,6 +6,7 @@ import {
   FencedError,
   InvalidInputError,
   InvalidSpecError,
+  IsolatedStepCrashedError,
   NonDeterminismError,
   NotACairnDatabaseError,
   PermissionDeniedError,
@@ -144,3 +145,4 @@ for (const cairnClass of [
 // Their constructors build the message from parts; the record already holds the message.
 register(InvalidSpecError, {}, (message) => Object.assign(new InvalidSpecError("", undefined, ""), { message }));
 register(RunNotFoundError, {}, (message) => Object.assign(new RunNotFoundError(""), { message }));
+register(IsolatedStepCrashedError, {}, (message) => new IsolatedStepCrashedError(message));

@@ -21,7 +21,8 @@ export type CairnErrorCode =
   | "NOT_A_CAIRN_DATABASE"
   | "FENCED"
   | "POISON_RUN"
-  | "AI_SDK_UNAVAILABLE";
+  | "AI_SDK_UNAVAILABLE"
+  | "ISOLATED_STEP_CRASHED";
 
 export interface CairnErrorOptions {
   cause?: unknown;
@@ -154,4 +155,47 @@ export class PoisonRunError extends CairnError {
  */
 export class AiSdkUnavailableError extends CairnError {
   override readonly code = "AI_SDK_UNAVAILABLE";
+}
+
+/** How an isolated step's process ended while the step was in it (see IsolatedStepCrashedError). */
+export type IsolatedCrashReason = "out-of-memory" | "uncaught-exception" | "signal" | "exit";
+
+export interface IsolatedCrash {
+  /** The step (or tool) that was running in the process. */
+  stepName: string;
+  reason: IsolatedCrashReason;
+  /** The signal that ended the process ("SIGSEGV", "SIGABRT", "SIGKILL", ...), or null if it exited. */
+  signal: string | null;
+  /** The process's exit code, or null if a signal ended it. */
+  exitCode: number | null;
+  pid: number | null;
+  /** The last lines the process wrote to stderr (V8's out-of-memory report, a native crash's message). */
+  stderrTail: string;
+}
+
+/**
+ * The process an isolated step ran in (`{ isolation: "process" }`) died before it answered: an
+ * out-of-memory (past `maxMemoryMb`), an exception thrown asynchronously (rebuilt as `cause`), a
+ * `process.exit`, or a native crash (SIGSEGV, abort). Only that step fails; the executor and every
+ * other run go on, and the pool replaces the process. A step failure like any other: retried while
+ * the step's `retries` allow (it is not a TerminalError), then recorded, and replay throws it again.
+ */
+export class IsolatedStepCrashedError extends CairnError {
+  override readonly code = "ISOLATED_STEP_CRASHED";
+  readonly stepName: string;
+  readonly reason: IsolatedCrashReason;
+  readonly signal: string | null;
+  readonly exitCode: number | null;
+  readonly pid: number | null;
+  readonly stderrTail: string;
+
+  constructor(message: string, crash: Partial<IsolatedCrash> = {}, options: CairnErrorOptions = {}) {
+    super(message, options);
+    this.stepName = crash.stepName ?? "";
+    this.reason = crash.reason ?? "exit";
+    this.signal = crash.signal ?? null;
+    this.exitCode = crash.exitCode ?? null;
+    this.pid = crash.pid ?? null;
+    this.stderrTail = crash.stderrTail ?? "";
+  }
 }

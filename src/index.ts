@@ -17,6 +17,8 @@ export {
   CancelledError,
   InvalidInputError,
   InvalidSpecError,
+  IsolatedStepCrashedError,
+  type IsolatedCrashReason,
   NonDeterminismError,
   NotACairnDatabaseError,
   PermissionDeniedError,
@@ -29,3 +31,12 @@ export {
   type CairnErrorCode,
 } from "./errors.js";
 export { registerErrorClass, type ErrorClass, type ErrorClassOptions } from "./error-registry.js";
+export {
+  isolated,
+  type IsolatedCall,
+  type IsolatedFunction,
+  type IsolatedStep,
+  type IsolatedToolExecute,
+  type IsolationOptions,
+} from "./engine/isolation/isolated.js";
+export type { IsolationPoolOptions } from "./engine/isolation/pool.js";

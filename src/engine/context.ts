@@ -33,6 +33,17 @@ export interface StepOptions {
   shouldRetry?: (error: unknown) => boolean;
   /** Per attempt: the attempt's signal is aborted and the attempt fails with a TimeoutError. */
   timeoutMs?: number;
+  /**
+   * "process": run the step in a separate process from the executor's warm pool, so that an
+   * infinite loop (with `timeoutMs`), an out-of-memory, `process.exit`, an exception thrown
+   * asynchronously or a native crash fails this step alone (IsolatedStepCrashedError; the process is
+   * killed and replaced) while the executor and other runs go on. `fn` must then name an exported
+   * function, `isolated(import.meta.url, "name").with(input)`: a closure cannot cross processes.
+   * Journaled, retried and replayed like any step (docs/isolation.md).
+   */
+  isolation?: "process";
+  /** With `isolation: "process"`: the process's V8 heap limit in MB (`--max-old-space-size`). */
+  maxMemoryMb?: number;
 }
 
 export interface ChildOptions {

@@ -5,6 +5,7 @@ import type { DeadExecutor, ExecutorRow, RunRow, Store } from "../store/store.js
 import { backoffMs, isTransientStoreError } from "../store/transient.js";
 import { pidNamespace } from "./pid-namespace.js";
 import type { Clock } from "../engine/clock.js";
+import type { IsolationPool } from "../engine/isolation/pool.js";
 import { RunExecution, type ExecutionHost, type WorkflowFunction } from "../engine/run-execution.js";
 import { errorText } from "../store/value/index.js";
 import { setLongTimeout, type LongTimeout } from "../engine/long-timeout.js";
@@ -29,6 +30,8 @@ export interface ExecutorOptions {
   onError: (error: unknown) => void;
   /** Housekeeping run on every poll while the executor runs (the retention policy's batches). */
   maintenance?: () => void;
+  /** Where isolated steps run (the runtime's pool, closed by its shutdown). */
+  isolation?: IsolationPool;
 }
 
 /**
@@ -86,6 +89,11 @@ export class Executor implements ExecutionHost {
 
   get executorId(): string {
     return this.currentId;
+  }
+
+  /** ExecutionHost: the pool isolated steps run in. */
+  get isolation(): IsolationPool | undefined {
+    return this.options.isolation;
   }
 
   get running(): boolean {

@@ -6,6 +6,7 @@ import { retryTransient } from "../store/transient.js";
 import { systemClock, type Clock } from "../engine/clock.js";
 import type { WorkflowContext } from "../engine/context.js";
 import { Executor } from "./executor.js";
+import { IsolationPool, type IsolationPoolOptions } from "../engine/isolation/pool.js";
 import { assertUserSend } from "../engine/reserved-topics.js";
 import { deleteRuns, RetentionPolicy, type RetentionOptions } from "./retention-policy.js";
 import type { DeletedRuns, RunDeleteFilter } from "../store/retention.js";
@@ -59,6 +60,8 @@ export interface CairnOptions {
   approvalKey?: string | Uint8Array;
   /** Delete finished runs after a while (applied in small batches by the executor). Default: keep everything. */
   retention?: RetentionOptions;
+  /** The warm pool isolated steps run in (`{ isolation: "process" }`, docs/isolation.md). Default `{ poolSize: 2 }`. */
+  isolation?: IsolationPoolOptions;
 }
 
 export interface ForkOptions {
@@ -89,6 +92,8 @@ export class CairnRuntime implements WorkflowHost, RunHost {
   private migrated: Promise<void> | null = null;
   private closed = false;
   private readonly retention: RetentionPolicy | null;
+  /** Isolated steps' processes: none until the first isolated step, all killed by `shutdown`. */
+  private readonly isolation: IsolationPool;
 
   constructor(options: CairnOptions = {}) {
     this.database = options.database ?? process.env.CAIRN_DATABASE ?? "cairn.db";
@@ -105,7 +110,9 @@ export class CairnRuntime implements WorkflowHost, RunHost {
     if (!Number.isInteger(maxRecoveryAttempts) || maxRecoveryAttempts < 0) {
       throw new InvalidSpecError("maxRecoveryAttempts", maxRecoveryAttempts, "must be an integer ≥ 0");
     }
+    this.isolation = new IsolationPool(options.isolation);
     this.executor = new Executor(this.storeInstance, this.clock, this.workflows, {
+      isolation: this.isolation,
       appVersion: this.appVersion,
       recoverAllVersions: options.recoverAllVersions ?? false,
       leaseMs,
@@ -176,6 +183,7 @@ export class CairnRuntime implements WorkflowHost, RunHost {
     if (this.closed) return;
     this.closed = true;
     await this.executor.stop();
+    await this.isolation.close();
     await this.retention?.stop();
     await this.storeInstance.close();
   }

@@ -4,12 +4,15 @@ import { errorText, toStored } from "../../store/value/index.js";
 import type { AttemptHost } from "../attempts.js";
 import type { Clock } from "../clock.js";
 import type { CompletionOrder } from "../completion-order.js";
+import type { IsolationPool } from "../isolation/pool.js";
 
 /** What an execution needs from the executor that loaded it. */
 export interface ExecutionHost {
   readonly store: Store;
   readonly clock: Clock;
   readonly executorId: string;
+  /** Where steps with `isolation: "process"` run (absent: such a step fails, saying so). */
+  readonly isolation?: IsolationPool | undefined;
   /** New work may be claimable now (a child was enqueued, a message sent, a run unloaded). */
   poke(): void;
   /** An unloaded run wants waking at `time`. */

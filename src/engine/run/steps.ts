@@ -3,6 +3,7 @@ import { InvalidSpecError } from "../../errors.js";
 import type { StepKind, StoredValue, WriteOp } from "../../store/store.js";
 import { toStored } from "../../store/value/index.js";
 import { runAttempts, type Outcome } from "../attempts.js";
+import { isolatedExecute, validateIsolation } from "../isolation/index.js";
 import type { StepCall, StepOptions } from "../context.js";
 import { operationScopes, type OperationScope } from "../replay-journal.js";
 import { never, type JournalCore } from "./journal-core.js";
@@ -40,11 +41,18 @@ const stepOperation: DurableOperation<OperationSpec<unknown>, Outcome<unknown>, 
   },
   check(_run, _name, spec) {
     validateStepOptions(spec.options ?? NO_OPTIONS);
+    validateIsolation(spec.options ?? NO_OPTIONS, spec.execute);
   },
   act(run, began, spec) {
+    const options = spec.options ?? NO_OPTIONS;
+    // An isolated step's function runs in a pool process (isolation/): only where it runs differs.
+    const execute =
+      options.isolation === undefined
+        ? spec.execute
+        : isolatedExecute(run.host.isolation, spec.execute, options, { runId: run.runId, seq: began.seq, stepName: spec.name });
     // The function runs in a scope of its own: durable operations it calls are journaled inside it.
     const scope: OperationScope = { owner: run, identity: began.identity, key: began.key, calls: new Map() };
-    return operationScopes.run(scope, () => runAttempts(run.attemptHost, spec.name, began.seq, spec.execute, spec.options ?? NO_OPTIONS, began.key));
+    return operationScopes.run(scope, () => runAttempts(run.attemptHost, spec.name, began.seq, execute, options, began.key));
   },
   record(run, began, spec, outcome) {
     let output: StoredValue | null = null;
