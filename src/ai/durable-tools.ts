@@ -3,7 +3,7 @@ import type { ToolSet } from "ai";
 import { needsApprovalOptions, type ToolExecuteOptions as ToolExecutionOptions } from "./sdk-version.js";
 import { InvalidSpecError } from "../errors.js";
 import type { DurableRun } from "../engine/durable-run.js";
-import type { WorkflowContext } from "../engine/context.js";
+import type { StepCall, StepOptions, WorkflowContext } from "../engine/context.js";
 import { encodeValue } from "../store/value/index.js";
 import type { WriteOp } from "../store/store.js";
 import { fingerprintOf } from "../engine/fingerprint.js";
@@ -11,6 +11,7 @@ import { agentState } from "./agent-state.js";
 import { approvalTopic, awaitDecision } from "./approval-channel.js";
 import { IDEMPOTENCY_KEY } from "./idempotency.js";
 import { TOOL_CONTEXT } from "./tool-context.js";
+import { isolated, isolatedToolTarget } from "../engine/isolation/index.js";
 
 export type PermissionDecision = "allow" | "deny" | "approve";
 
@@ -52,6 +53,13 @@ export function validatePermissions(permissions: Permissions | undefined, tools:
  * the external service can deduplicate. Approval requests and decisions survive crashes on
  * either side: the request is a row, the decision the row's, delivered as a message consumed
  * exactly once. A `needsApproval` or permission function runs once; its answer is recorded.
+ *
+ * Isolated tools: a tool whose `execute` is `isolated(module, exportName).tool({ isolation:
+ * "process", timeoutMs, maxMemoryMb, retries })` runs that export with the tool's input in a pool
+ * process, with those options as its step's (docs/isolation.md). A crash of that process fails
+ * the tool call alone (IsolatedStepCrashedError), which the model is told like any tool error.
+ * The export gets `{ idempotencyKey, attempt }`, not the SDK's options: the run's context
+ * (`toolContext`) and the caller's abort signal stay in this process (an abort kills the process).
  */
 export function durableTools<T extends ToolSet>(run: DurableRun, ctx: WorkflowContext, tools: T, permissions: Permissions = {}): T {
   validatePermissions(permissions, tools);
@@ -63,10 +71,14 @@ export function durableTools<T extends ToolSet>(run: DurableRun, ctx: WorkflowCo
       continue;
     }
     const { needsApproval, toModelOutput, ...rest } = tool;
+    // `execute: isolated(module, name).tool({ isolation: "process", ... })`: the tool's step runs its export (docs/isolation.md).
+    const target = isolatedToolTarget(execute);
+    const runIsolated =
+      target === undefined ? undefined : (input: unknown) => ({ fn: isolated(target.module, target.exportName).with(input), options: target.options });
     wrapped[name] = {
       ...rest,
       execute: (input: unknown, options: ToolExecutionOptions) =>
-        runTool(run, ctx, name, input, options, permissions[name] ?? "allow", needsApproval, (i, o) => execute(i as never, o)),
+        runTool(run, ctx, name, input, options, permissions[name] ?? "allow", needsApproval, (i, o) => execute(i as never, o), runIsolated?.(input)),
       toModelOutput: async (args: { toolCallId: string; input: unknown; output: unknown }) => {
         if (isDenial(args.output)) return deniedOutput(args.output);
         if (toModelOutput !== undefined) return toModelOutput(args as never);
@@ -106,6 +118,7 @@ async function runTool(
   permission: Permission,
   needsApproval: NeedsApproval,
   execute: Execute,
+  isolatedStep?: IsolatedToolStep,
 ): Promise<unknown> {
   const toolCallId = options.toolCallId;
   let decision = typeof permission === "function" ? await ctx.step(`permission:${name}`, () => permission(input, ctx)) : permission;
@@ -129,18 +142,30 @@ async function runTool(
       return denied(await recordTool(run, name, input, options, "denied", "approve", decidedBy, async () => ({ denied: true, reason: answer.reason })));
     }
   }
-  return recordTool(run, name, input, options, "succeeded", decision, decidedBy, (key, signal) =>
-    Promise.resolve(
-      // The caller's signal (generateText's abortSignal) and the step's (timeout, cancel, unload) both abort the tool.
-      execute(input, {
-        ...options,
-        abortSignal: combined(signal, options.abortSignal),
-        [IDEMPOTENCY_KEY]: key,
-        [TOOL_CONTEXT]: ctx,
-      } as ToolExecutionOptions),
-    ),
+  return recordTool(
+    run,
+    name,
+    input,
+    options,
+    "succeeded",
+    decision,
+    decidedBy,
+    (key, signal) =>
+      Promise.resolve(
+        // The caller's signal (generateText's abortSignal) and the step's (timeout, cancel, unload) both abort the tool.
+        execute(input, {
+          ...options,
+          abortSignal: combined(signal, options.abortSignal),
+          [IDEMPOTENCY_KEY]: key,
+          [TOOL_CONTEXT]: ctx,
+        } as ToolExecutionOptions),
+      ),
+    isolatedStep,
   );
 }
+
+/** An isolated tool's execution: its export with the tool's input, and its isolation options (StepOptions). */
+type IsolatedToolStep = { fn: (call: StepCall) => Promise<unknown>; options: StepOptions };
 
 /** The AI SDK's `needsApproval`: a boolean, or a function whose answer is recorded as a step. */
 async function approvalNeeded(
@@ -169,13 +194,15 @@ function recordTool(
   permission: string,
   decidedBy: string | null,
   execute: (key: string, signal: AbortSignal) => Promise<unknown>,
+  isolatedStep?: IsolatedToolStep,
 ): Promise<unknown> {
   const state = agentState(run);
   return run.operation({
     kind: "tool",
     name,
     fingerprint: fingerprintOf(input),
-    execute: ({ idempotencyKey, signal }) => execute(idempotencyKey, signal),
+    execute: isolatedStep?.fn ?? (({ idempotencyKey, signal }) => execute(idempotencyKey, signal)),
+    ...(isolatedStep === undefined ? {} : { options: isolatedStep.options }),
     alsoWrite: (outcome, seq): WriteOp[] => [
       {
         type: "insert",

@@ -12,7 +12,7 @@ export function crashError(task: IsolatedTask, exit: ExitSeen): IsolatedStepCras
   const how = exit.signal !== null ? `was killed by ${exit.signal}` : `exited with code ${exit.exitCode}`;
   const detail = explain(reason, task, exit, uncaught);
   return new IsolatedStepCrashedError(
-    `isolated step "${task.stepName}" (${task.where}) crashed: its process (pid ${exit.pid}) ${how} — ${detail}. ` +
+    `isolated step "${task.stepName}" (run ${task.runId}, seq ${task.seq}) crashed: its process (pid ${exit.pid}) ${how} — ${detail}. ` +
       "The executor and the other runs are unaffected and the pool has replaced the process; the step is retried if its retries allow, else it fails with this error.",
     { stepName: task.stepName, reason, signal: exit.signal, exitCode: exit.exitCode, pid: exit.pid, stderrTail: exit.stderr },
     { runId: task.runId, seq: task.seq, ...(uncaught === undefined ? {} : { cause: uncaught }) },
