@@ -1,8 +1,11 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { IsolatedStepCrashedError, InvalidSpecError, TimeoutError, isolated, type WorkflowContext } from "../../src/index.js";
 import { storeOf } from "../../src/internal.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
+import { scratchDir } from "../scratch.js";
 import { alive, poolProcesses } from "./pool-processes.js";
 
 /**
@@ -28,6 +31,8 @@ const crashed = (reason: string, signal: string | null, exitCode: number | null)
 const DEATHS: Death[] = [
   { name: "loopForever", options: { timeoutMs: 1_000 }, expect: (e) => expect(e).toBeInstanceOf(TimeoutError) },
   { name: "exhaustMemory", options: { maxMemoryMb: 32 }, expect: crashed("out-of-memory", "SIGABRT", null) },
+  // Buffers live outside V8's heap: the watchdog holds the resident size to maxMemoryMb + 128 MB.
+  { name: "hoardBuffers", options: { maxMemoryMb: 32 }, expect: crashed("out-of-memory", "SIGKILL", null) },
   { name: "exitThree", options: {}, expect: crashed("exit", null, 3) },
   {
     name: "throwLater",
@@ -45,7 +50,7 @@ const DEATHS: Death[] = [
 describe.each(BACKENDS)("isolated steps on $name", (backend) => {
   const env = cairnFactory(backend);
 
-  it("loop, out-of-memory, exit(3), async throw, SIGSEGV and abort each fail their step alone; other runs finish", async () => {
+  it("loop, out-of-memory (heap and Buffers), exit(3), async throw, SIGSEGV and abort each fail their step alone; other runs finish", async () => {
     const cairn = env.cairn(await env.database(), { isolation: { poolSize: 3 } });
     const victim = cairn.workflow("victim", async (ctx, input: { death: string }) => {
       const death = DEATHS.find((d) => d.name === input.death)!;
@@ -146,5 +151,18 @@ describe.each(BACKENDS)("isolated steps on $name", (backend) => {
     expect(before.length).toBeGreaterThan(0);
     expect(before.filter(alive)).toEqual([]);
     expect(poolProcesses()).toEqual([]);
+  });
+
+  it("cancelling a run kills the process its isolated step is looping in", async () => {
+    const cairn = env.cairn(await env.database(), { isolation: { poolSize: 1 } });
+    const marker = join(scratchDir("cairn-isolation-"), "pid");
+    const looping = cairn.workflow("cancelled", async (ctx) => ctx.step("loop", task("markThenLoop").with({ marker }), { isolation: "process" }));
+    await cairn.launch();
+    const run = await looping.start({}, { id: "cancelled" });
+    const pid = await eventually(() => existsSync(marker) && readFileSync(marker, "utf8") !== "" && Number(readFileSync(marker, "utf8")));
+    expect(alive(pid)).toBe(true);
+    expect(await cairn.cancel("cancelled")).toEqual(["cancelled"]);
+    await eventually(() => !alive(pid));
+    expect(await run.status()).toMatchObject({ status: "cancelled" });
   });
 });

@@ -1,6 +1,6 @@
 import { IsolatedStepCrashedError, type IsolatedCrashReason } from "../../errors.js";
 import { errorFromText } from "../../store/value/index.js";
-import type { ExitSeen, IsolatedTask } from "./task.js";
+import { RSS_HEADROOM_MB, type ExitSeen, type IsolatedTask } from "./task.js";
 
 /**
  * Turns how a pool process ended in the middle of a task into the step's error: what happened (the
@@ -19,8 +19,8 @@ export function crashError(task: IsolatedTask, exit: ExitSeen): IsolatedStepCras
   );
 }
 
-/** V8's own words when a heap limit is reached (Node 20–24). */
-const OUT_OF_MEMORY = /heap out of memory|Reached heap limit|Allocation failed/i;
+/** V8's own words when a heap limit is reached (Node 20–24), and the watchdog's (isolated-child.ts). */
+const OUT_OF_MEMORY = /heap out of memory|Reached heap limit|Allocation failed|cairn: out of memory/i;
 
 function reasonOf(exit: ExitSeen): IsolatedCrashReason {
   if (OUT_OF_MEMORY.test(exit.stderr)) return "out-of-memory";
@@ -33,7 +33,7 @@ function explain(reason: IsolatedCrashReason, task: IsolatedTask, exit: ExitSeen
     case "out-of-memory":
       return task.maxMemoryMb === undefined
         ? "it ran out of memory (V8's heap limit); give the step a larger maxMemoryMb, or make it hold less at once"
-        : `it ran out of memory: its V8 heap passed maxMemoryMb (${task.maxMemoryMb} MB); raise maxMemoryMb, or make the step hold less at once (stream its input instead of loading it whole)`;
+        : `it ran out of memory: its V8 heap passed maxMemoryMb (${task.maxMemoryMb} MB), or its resident size maxMemoryMb + ${RSS_HEADROOM_MB} MB (Buffers, native memory); raise maxMemoryMb, or make the step hold less at once (stream its input instead of loading it whole)`;
     case "uncaught-exception":
       return `an exception was thrown outside the promise the export returned (a callback, a timer, an unawaited promise): ${messageOf(uncaught)}; await that work, or catch inside the callback`;
     case "signal":

@@ -29,14 +29,32 @@ process.on("uncaughtException", (error) => {
 process.on("disconnect", () => process.exit(0));
 
 /**
- * A parent killed with SIGKILL closes the channel, but a process stuck in an infinite loop never
- * runs its "disconnect" handler. A watchdog thread (its own event loop, untouched by the main
- * thread's loop) sees the process re-parented and kills it, so no pool process outlives its executor.
+ * A watchdog thread, with its own event loop, so that it runs while the main thread is stuck in an
+ * infinite loop:
+ *
+ * - A parent killed with SIGKILL closes the channel, but a process looping forever never runs its
+ *   "disconnect" handler. The watchdog sees the process re-parented and kills it, so no pool
+ *   process outlives its executor.
+ * - `--max-old-space-size` bounds V8's heap only; Buffers and native allocations live outside it.
+ *   With a memory limit (CAIRN_ISOLATED_RSS_LIMIT_MB, set by the pool from `maxMemoryMb`) the
+ *   watchdog also holds the resident size under it, and reports why before it kills (writing to fd
+ *   2 directly: a worker's `process.stderr` goes through the main thread, which may be looping).
  */
+const rssLimitMb = Number(process.env.CAIRN_ISOLATED_RSS_LIMIT_MB ?? "0");
 const watchdog = new Worker(
   `const { workerData } = require("node:worker_threads");
-   setInterval(() => { if (process.ppid !== workerData.ppid) process.kill(workerData.pid, "SIGKILL"); }, 200);`,
-  { eval: true, workerData: { ppid: process.ppid, pid: process.pid } },
+   const { writeSync } = require("node:fs");
+   setInterval(() => {
+     if (process.ppid !== workerData.ppid) process.kill(workerData.pid, "SIGKILL");
+     if (workerData.rssLimitMb > 0) {
+       const rssMb = process.memoryUsage.rss() / 1048576;
+       if (rssMb > workerData.rssLimitMb) {
+         writeSync(2, "cairn: out of memory: resident size " + Math.round(rssMb) + " MB passed the isolated process's limit of " + workerData.rssLimitMb + " MB\\n");
+         process.kill(workerData.pid, "SIGKILL");
+       }
+     }
+   }, 50);`,
+  { eval: true, workerData: { ppid: process.ppid, pid: process.pid, rssLimitMb } },
 );
 watchdog.unref();
 

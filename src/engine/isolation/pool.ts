@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import { CairnError, InvalidSpecError } from "../../errors.js";
 import { crashError } from "./crash.js";
 import type { ChildMessage, RunMessage } from "./protocol.js";
-import { ExitSeen, type IsolatedTask } from "./task.js";
+import { ExitSeen, RSS_HEADROOM_MB, type IsolatedTask } from "./task.js";
 
 export type { IsolatedTask } from "./task.js";
 
@@ -176,7 +176,11 @@ class PooledProcess {
   ) {
     this.child = fork(childEntry(), [], {
       execArgv: maxMemoryMb === undefined ? [] : [`--max-old-space-size=${maxMemoryMb}`],
-      env: { ...process.env, CAIRN_ISOLATED_PROCESS: "1" },
+      env: {
+        ...process.env,
+        CAIRN_ISOLATED_PROCESS: "1",
+        CAIRN_ISOLATED_RSS_LIMIT_MB: maxMemoryMb === undefined ? "0" : String(maxMemoryMb + RSS_HEADROOM_MB),
+      },
       stdio: ["ignore", "inherit", "pipe", "ipc"],
       serialization: "json",
     });

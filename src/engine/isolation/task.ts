@@ -26,3 +26,10 @@ export class ExitSeen extends Error {
     super("exit seen");
   }
 }
+
+/**
+ * What a pool process may hold besides its V8 heap before its watchdog kills it: Node itself (about
+ * 55 MB resident when idle), the young generation and compiled code. So `maxMemoryMb: 256` means a
+ * 256 MB heap and at most 384 MB resident, Buffers and native allocations included.
+ */
+export const RSS_HEADROOM_MB = 128;
