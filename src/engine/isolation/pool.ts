@@ -35,7 +35,8 @@ export class IsolationPool {
   private readonly size: number;
   private readonly idle: PooledProcess[] = [];
   private readonly all = new Set<PooledProcess>();
-  private readonly waiting: { task: IsolatedTask; take: (p: PooledProcess) => void }[] = [];
+  /** Tasks waiting for a process, first come first served; `null` means the pool closed. */
+  private readonly waiting: { task: IsolatedTask; take: (p: PooledProcess | null) => void }[] = [];
   private closed = false;
 
   constructor(options: IsolationPoolOptions = {}) {
@@ -44,27 +45,22 @@ export class IsolationPool {
     this.size = size;
   }
 
-  /** The pids of the pool's live processes (for tests and operators). */
-  get pids(): number[] {
-    return [...this.all].flatMap((p) => (p.child.pid === undefined ? [] : [p.child.pid]));
-  }
-
   /** Runs `task` in a pool process; `signal` aborting kills the process and rejects with its reason. */
   async run(task: IsolatedTask, signal: AbortSignal): Promise<ChildMessage & { type: "result" }> {
     if (this.closed) throw new CairnError(`the isolation pool is shut down: ${task.where} cannot run`, { runId: task.runId, seq: task.seq });
     signal.throwIfAborted();
-    const process = await this.acquire(task, signal);
+    const member = await this.acquire(task, signal);
     try {
-      return await process.run(task, signal);
+      return await member.run(task, signal);
     } finally {
-      this.release(process);
+      this.release(member);
     }
   }
 
   /** Kills every process (SIGKILL) and waits until each has exited. */
   async close(): Promise<void> {
     this.closed = true;
-    for (const waiter of this.waiting.splice(0)) waiter.take(null as never);
+    for (const waiter of this.waiting.splice(0)) waiter.take(null);
     await Promise.all([...this.all].map((p) => p.kill()));
   }
 
@@ -74,7 +70,7 @@ export class IsolationPool {
     return new Promise<PooledProcess>((resolve, reject) => {
       const waiter = {
         task,
-        take: (p: PooledProcess) => {
+        take: (p: PooledProcess | null) => {
           signal.removeEventListener("abort", onAbort);
           if (p === null) reject(new CairnError(`the isolation pool shut down while ${task.where} waited for a process`));
           else resolve(p);
@@ -109,33 +105,33 @@ export class IsolationPool {
   }
 
   private spawn(maxMemoryMb: number | undefined): PooledProcess {
-    const process = new PooledProcess(maxMemoryMb, () => this.exited(process));
-    this.all.add(process);
-    return process;
+    const member = new PooledProcess(maxMemoryMb, () => this.exited(member));
+    this.all.add(member);
+    return member;
   }
 
-  private release(process: PooledProcess): void {
-    if (process.dying) return;
+  private release(member: PooledProcess): void {
+    if (member.dying) return;
     if (this.closed) {
-      void process.kill();
+      void member.kill();
       return;
     }
-    const at = this.waiting.findIndex((w) => w.task.maxMemoryMb === process.maxMemoryMb);
-    if (at >= 0) return this.waiting.splice(at, 1)[0]!.take(process);
+    const at = this.waiting.findIndex((w) => w.task.maxMemoryMb === member.maxMemoryMb);
+    if (at >= 0) return this.waiting.splice(at, 1)[0]!.take(member);
     if (this.waiting.length > 0) {
       // Every waiter needs another heap limit: this process makes room for one of them.
       const waiter = this.waiting.shift()!;
-      void process.kill();
+      void member.kill();
       return waiter.take(this.spawn(waiter.task.maxMemoryMb));
     }
-    process.idleNow();
-    this.idle.push(process);
+    member.idleNow();
+    this.idle.push(member);
   }
 
   /** A process is gone (crashed, killed, closed): keep the pool warm and serve a waiter. */
-  private exited(process: PooledProcess): void {
-    this.all.delete(process);
-    const at = this.idle.indexOf(process);
+  private exited(member: PooledProcess): void {
+    this.all.delete(member);
+    const at = this.idle.indexOf(member);
     if (at >= 0) this.idle.splice(at, 1);
     if (this.closed) return;
     if (this.liveCount() >= this.size) return;
@@ -143,8 +139,8 @@ export class IsolationPool {
     if (waiter !== undefined) return waiter.take(this.spawn(waiter.task.maxMemoryMb));
     // A crashed or killed process is replaced at once, so the next isolated step finds one warm
     // (not one that died before it was ever ready: that would only spin).
-    if (process.replace && process.wasReady) {
-      const fresh = this.spawn(process.maxMemoryMb);
+    if (member.replace && member.wasReady) {
+      const fresh = this.spawn(member.maxMemoryMb);
       fresh.idleNow();
       this.idle.push(fresh);
     }
