@@ -165,4 +165,28 @@ describe.each(BACKENDS)("isolated steps on $name", (backend) => {
     await eventually(() => !alive(pid));
     expect(await run.status()).toMatchObject({ status: "cancelled" });
   });
+
+  it("a pool of one queues concurrent steps and swaps its process for another heap limit", async () => {
+    const cairn = env.cairn(await env.database(), { isolation: { poolSize: 1 } });
+    const pids = cairn.workflow("pids", async (ctx, input: { limits: (number | null)[] }) => {
+      const seen: number[] = [];
+      for (const [i, limit] of input.limits.entries()) {
+        const options = limit === null ? { isolation: "process" as const } : { isolation: "process" as const, maxMemoryMb: limit };
+        seen.push(((await ctx.step(`s${i}`, task("double").with({ n: i }), options)) as { pid: number }).pid);
+      }
+      return seen;
+    });
+    await cairn.launch();
+    const run = async (id: string, limits: (number | null)[]) => (await (await pids.start({ limits }, { id })).result()) as number[];
+    // A step of another heap limit gets a process of its own, which replaces the idle one.
+    const swaps = await run("swaps", [null, 64, 64, null]);
+    expect(swaps[1]).toBe(swaps[2]);
+    expect(swaps[1]).not.toBe(swaps[0]);
+    expect(swaps[3]).not.toBe(swaps[1]);
+    await eventually(() => !alive(swaps[0]!) && !alive(swaps[1]!));
+    // Two runs at once share the one warm process: one step waits while the other runs.
+    const [a, b] = await Promise.all([run("queued-a", [null, null]), run("queued-b", [null, null])]);
+    expect(new Set([...a!, ...b!, swaps[3]])).toEqual(new Set([swaps[3]]));
+    expect(poolProcesses().length).toBeLessThanOrEqual(1);
+  });
 });
