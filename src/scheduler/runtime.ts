@@ -101,6 +101,8 @@ export class CairnRuntime implements WorkflowHost, RunHost {
     this.clock = options.clock ?? systemClock;
     const leaseMs = options.leaseMs ?? 15_000;
     if (!Number.isFinite(leaseMs) || leaseMs <= 0) throw new InvalidSpecError("leaseMs", leaseMs, "must be > 0");
+    // Before the store opens: a bad option leaves nothing open. No process starts until first use.
+    this.isolation = new IsolationPool(options.isolation);
     this.storeInstance = options.store ?? openStore(this.database, options.synchronous === undefined ? {} : { synchronous: options.synchronous });
     const pollIntervalMs = options.pollIntervalMs ?? (this.storeInstance.backend === "postgres" ? 500 : 200);
     if (!Number.isFinite(pollIntervalMs) || pollIntervalMs <= 0) {
@@ -110,7 +112,6 @@ export class CairnRuntime implements WorkflowHost, RunHost {
     if (!Number.isInteger(maxRecoveryAttempts) || maxRecoveryAttempts < 0) {
       throw new InvalidSpecError("maxRecoveryAttempts", maxRecoveryAttempts, "must be an integer ≥ 0");
     }
-    this.isolation = new IsolationPool(options.isolation);
     this.executor = new Executor(this.storeInstance, this.clock, this.workflows, {
       isolation: this.isolation,
       appVersion: this.appVersion,

@@ -130,6 +130,8 @@ describe.each(BACKENDS)("isolated steps on $name", (backend) => {
     expect(await failure("closure")).toMatchObject({ name: "InvalidSpecError", field: "fn" });
     expect(await failure("memory")).toMatchObject({ name: "InvalidSpecError", field: "maxMemoryMb", value: 64 });
     expect(await failure("small")).toMatchObject({ name: "InvalidSpecError", field: "maxMemoryMb", value: 4 });
+    expect(() => env.cairn(":memory:", { isolation: { poolSize: 0 } })).toThrow(/isolation\.poolSize/);
+    expect(() => env.cairn(":memory:", { isolation: { execArgv: "--expose-gc" as never } })).toThrow(/isolation\.execArgv/);
     expect(() => isolated("./relative.js", "x")).toThrow(InvalidSpecError);
     expect(() => isolated(TASKS, "")).toThrow(/exportName/);
   });
@@ -188,5 +190,16 @@ describe.each(BACKENDS)("isolated steps on $name", (backend) => {
     const [a, b] = await Promise.all([run("queued-a", [null, null]), run("queued-b", [null, null])]);
     expect(new Set([...a!, ...b!, swaps[3]])).toEqual(new Set([swaps[3]]));
     expect(poolProcesses().length).toBeLessThanOrEqual(1);
+  });
+
+  it("starts pool processes with the pool's execArgv, not this process's flags", async () => {
+    const withGc = env.cairn(await env.database(), { isolation: { execArgv: ["--expose-gc"] } });
+    const gc = withGc.workflow("gc", async (ctx) => ctx.step("gc", task("hasGc").with({}), { isolation: "process" }));
+    await withGc.launch();
+    expect(await (await gc.start({}, { id: "gc" })).result()).toBe(true);
+    const plain = env.cairn(await env.database());
+    const noGc = plain.workflow("gc", async (ctx) => ctx.step("gc", task("hasGc").with({}), { isolation: "process" }));
+    await plain.launch();
+    expect(await (await noGc.start({}, { id: "gc" })).result()).toBe(false);
   });
 });

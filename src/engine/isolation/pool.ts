@@ -16,6 +16,11 @@ export interface IsolationPoolOptions {
    * step needing another limit than the idle ones replaces an idle one.
    */
   poolSize?: number;
+  /**
+   * Node flags for the pool's processes, which do not inherit this process's: `["--import", "tsx"]`
+   * to load TypeScript modules on a Node that cannot, say. Default none.
+   */
+  execArgv?: string[];
 }
 
 /**
@@ -33,6 +38,7 @@ export interface IsolationPoolOptions {
  */
 export class IsolationPool {
   private readonly size: number;
+  private readonly execArgv: string[];
   private readonly idle: PooledProcess[] = [];
   private readonly all = new Set<PooledProcess>();
   /** Tasks waiting for a process, first come first served; `null` means the pool closed. */
@@ -43,6 +49,11 @@ export class IsolationPool {
     const size = options.poolSize ?? 2;
     if (!Number.isInteger(size) || size < 1) throw new InvalidSpecError("isolation.poolSize", size, "must be an integer ≥ 1");
     this.size = size;
+    const execArgv = options.execArgv ?? [];
+    if (!Array.isArray(execArgv) || !execArgv.every((flag) => typeof flag === "string")) {
+      throw new InvalidSpecError("isolation.execArgv", execArgv, "must be an array of strings (Node flags)");
+    }
+    this.execArgv = [...execArgv];
   }
 
   /** Runs `task` in a pool process; `signal` aborting kills the process and rejects with its reason. */
@@ -105,7 +116,7 @@ export class IsolationPool {
   }
 
   private spawn(maxMemoryMb: number | undefined): PooledProcess {
-    const member = new PooledProcess(maxMemoryMb, () => this.exited(member));
+    const member = new PooledProcess(maxMemoryMb, this.execArgv, () => this.exited(member));
     this.all.add(member);
     return member;
   }
@@ -168,10 +179,11 @@ class PooledProcess {
 
   constructor(
     readonly maxMemoryMb: number | undefined,
+    execArgv: string[],
     onGone: () => void,
   ) {
     this.child = fork(childEntry(), [], {
-      execArgv: maxMemoryMb === undefined ? [] : [`--max-old-space-size=${maxMemoryMb}`],
+      execArgv: maxMemoryMb === undefined ? execArgv : [...execArgv, `--max-old-space-size=${maxMemoryMb}`],
       env: {
         ...process.env,
         CAIRN_ISOLATED_PROCESS: "1",
