@@ -23,14 +23,15 @@ interface Death {
   expect: (error: unknown) => void;
 }
 
-const crashed = (reason: string, signal: string | null, exitCode: number | null) => (error: unknown) => {
+const crashed = (reason: string, signal: unknown, exitCode: number | null) => (error: unknown) => {
   expect(error).toBeInstanceOf(IsolatedStepCrashedError);
   expect(error).toMatchObject({ code: "ISOLATED_STEP_CRASHED", reason, signal, exitCode });
 };
 
 const DEATHS: Death[] = [
   { name: "loopForever", options: { timeoutMs: 1_000 }, expect: (e) => expect(e).toBeInstanceOf(TimeoutError) },
-  { name: "exhaustMemory", options: { maxMemoryMb: 32 }, expect: crashed("out-of-memory", "SIGABRT", null) },
+  // V8 aborts (SIGABRT on Node 20–24); the reason, read from its report, is what counts.
+  { name: "exhaustMemory", options: { maxMemoryMb: 32 }, expect: crashed("out-of-memory", expect.any(String), null) },
   // Buffers live outside V8's heap: the watchdog holds the resident size to maxMemoryMb + 128 MB.
   { name: "hoardBuffers", options: { maxMemoryMb: 32 }, expect: crashed("out-of-memory", "SIGKILL", null) },
   { name: "exitThree", options: {}, expect: crashed("exit", null, 3) },
