@@ -141,10 +141,7 @@ function parse(text: unknown): unknown {
  * What people did to this run from the dashboard (cairn_operator_actions, the ui layer's table),
  * newest first; empty when the dashboard never opened this database.
  */
-export async function listOperatorActions(
-  store: ReadStore,
-  runId: string,
-): Promise<{ action: string; actor: string; detail: unknown; at: number }[]> {
+export async function listOperatorActions(store: ReadStore, runId: string): Promise<{ action: string; actor: string; detail: unknown; at: number }[]> {
   const [layer] = await store
     .select<{ v: unknown }>("SELECT MAX(version) AS v FROM cairn_layer_migrations WHERE layer = 'ui'")
     .catch(() => [] as { v: unknown }[]);

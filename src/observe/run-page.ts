@@ -75,18 +75,16 @@ export async function listRunPage(store: ReadStore, query: RunPageQuery): Promis
      ORDER BY created_at DESC, id DESC LIMIT ${param(limit + 1)}`,
     params,
   );
-  const runs = rows.slice(0, limit).map(
-    (r): RunSummary => ({
-      id: String(r.id),
-      workflow: String(r.workflow),
-      status: String(r.status),
-      parentId: r.parent_id === null ? null : String(r.parent_id),
-      createdAt: num(r.created_at),
-      updatedAt: num(r.updated_at),
-      finishedAt: r.finished_at === null ? null : num(r.finished_at),
-      recoveries: num(r.recoveries),
-    }),
-  );
+  const runs = rows.slice(0, limit).map((r): RunSummary => ({
+    id: String(r.id),
+    workflow: String(r.workflow),
+    status: String(r.status),
+    parentId: r.parent_id === null ? null : String(r.parent_id),
+    createdAt: num(r.created_at),
+    updatedAt: num(r.updated_at),
+    finishedAt: r.finished_at === null ? null : num(r.finished_at),
+    recoveries: num(r.recoveries),
+  }));
   const last = runs[runs.length - 1];
   return { runs, next: rows.length > limit && last !== undefined ? `${last.createdAt}:${last.id}` : null };
 }

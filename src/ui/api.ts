@@ -84,7 +84,11 @@ export function apiRoutes(host: UiHost, defaultActor: string): Hono {
     if (run === undefined) throw new RunNotFoundError(c.req.param("id"));
     const tree = await loadAgentTree(store, run);
     const root = { id: run.id, workflow: run.workflow, status: run.status, parentId: run.parentId, parentSeq: run.parentSeq, depth: 0 };
-    return c.json({ runId: run.id, rootId: run.rootId, tree: tree === undefined ? [{ ...root, modelCalls: 0, totalTokens: 0, costUsd: 0 }] : agentTreeJson(tree) });
+    return c.json({
+      runId: run.id,
+      rootId: run.rootId,
+      tree: tree === undefined ? [{ ...root, modelCalls: 0, totalTokens: 0, costUsd: 0 }] : agentTreeJson(tree),
+    });
   });
 
   api.get("/approvals", async (c) => c.json({ pending: await listPendingApprovals(await host.store()) }));

@@ -98,7 +98,9 @@ describe("the dashboard on sqlite: an agent run, seen and steered", () => {
       expect(await page.locator("h1").innerText()).toContain("ticket-42");
       expect(await page.getByText("Done from the dashboard").count()).toBe(1);
       await shot(page, "run");
-      const recorded = await storeOf(cairn).select<{ action: string; actor: string }>("SELECT action, actor FROM cairn_operator_actions WHERE run_id = 'ticket-42'");
+      const recorded = await storeOf(cairn).select<{ action: string; actor: string }>(
+        "SELECT action, actor FROM cairn_operator_actions WHERE run_id = 'ticket-42'",
+      );
       expect(recorded).toEqual([{ action: "approve", actor: "alice" }]);
       const [decided] = await storeOf(cairn).select<{ decided_by: string }>("SELECT decided_by FROM cairn_approvals WHERE run_id = 'ticket-42'");
       expect(decided!.decided_by).toBe("alice");
@@ -156,7 +158,9 @@ describe("the dashboard on sqlite: an agent run, seen and steered", () => {
       await page.locator('[data-confirm="yes"]').click();
       await page.locator("h1 .status.cancelled").waitFor();
       await expect(second.result()).rejects.toThrow();
-      const cancelled = await storeOf(cairn).select<{ actor: string }>("SELECT actor FROM cairn_operator_actions WHERE run_id = 'desk-7' AND action = 'cancel'");
+      const cancelled = await storeOf(cairn).select<{ actor: string }>(
+        "SELECT actor FROM cairn_operator_actions WHERE run_id = 'desk-7' AND action = 'cancel'",
+      );
       expect(cancelled).toEqual([{ actor: "alice" }]);
     } finally {
       await page.close();
@@ -224,7 +228,9 @@ describe.each(BACKENDS)("the dashboard's run list on $name", (backend) => {
       await page.selectOption('select[name="status"]', "");
       await page.selectOption('select[name="workflow"]', "");
       await page.fill('input[name="q"]', `bulk-${RUNS - 7}`);
-      await expect.poll(async () => page.locator("tr[data-run]").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-run")))).toEqual([`bulk-${RUNS - 7}`]);
+      await expect
+        .poll(async () => page.locator("tr[data-run]").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-run"))))
+        .toEqual([`bulk-${RUNS - 7}`]);
       if (backend.name === "sqlite" && SHOTS !== undefined) {
         await page.selectOption('select[name="status"]', "failed");
         await page.fill('input[name="q"]', "");

@@ -36,7 +36,8 @@ export const ui: Command = {
       server = await cairn.ui({ port, ...(host === undefined ? {} : { host }), ...(by === undefined ? {} : { actor: by }) });
     } catch (error) {
       await cairn.shutdown();
-      if ((error as NodeJS.ErrnoException).code === "EADDRINUSE") throw new CliError(`port ${port} is in use`, "pass another --port, or --port 0 for a free one");
+      if ((error as NodeJS.ErrnoException).code === "EADDRINUSE")
+        throw new CliError(`port ${port} is in use`, "pass another --port, or --port 0 for a free one");
       throw error;
     }
     if (json) printJson({ url: server.url });

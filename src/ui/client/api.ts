@@ -14,7 +14,12 @@ export async function get<T>(path: string): Promise<T> {
 
 export async function post<T>(path: string, body: unknown): Promise<T> {
   return answer<T>(
-    await fetch(`/api${path}`, { method: "POST", credentials: "same-origin", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
+    await fetch(`/api${path}`, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    }),
   );
 }
 

@@ -60,5 +60,6 @@ export function runLink(id: string): HTMLElement {
 
 /** Appends children to an element, skipping the absent ones (null, undefined, false). */
 export function add(parent: Element, ...children: (Child | Child[])[]): void {
-  for (const child of children.flat()) if (child !== null && child !== undefined && child !== false) parent.append(child instanceof Node ? child : String(child));
+  for (const child of children.flat())
+    if (child !== null && child !== undefined && child !== false) parent.append(child instanceof Node ? child : String(child));
 }

@@ -8,12 +8,7 @@ import { runsPage } from "./page-runs.js";
 import { sqlPage } from "./page-sql.js";
 import { treePage } from "./page-tree.js";
 import { whyPage } from "./page-why.js";
-
-/** The route, from the address's hash: `#/run/<id>?…` → path ["run", id], query. */
-export interface Params {
-  path: string[];
-  query: URLSearchParams;
-}
+import type { Params } from "./route.js";
 
 /** A page renders into its root and may return how to stop (its polling) when the reader leaves. */
 type Page = (root: HTMLElement, params: Params) => Promise<(() => void) | void>;
@@ -45,7 +40,9 @@ async function route(): Promise<void> {
     stop = await page(root, { path, query: new URLSearchParams(queryText ?? "") });
   } catch (error) {
     const unauthorized = error instanceof ApiError && error.status === 401;
-    root.replaceChildren(h("p", { class: "error" }, unauthorized ? "The dashboard's token is missing: open the URL `cairn ui` printed." : (error as Error).message));
+    root.replaceChildren(
+      h("p", { class: "error" }, unauthorized ? "The dashboard's token is missing: open the URL `cairn ui` printed." : (error as Error).message),
+    );
   }
 }
 

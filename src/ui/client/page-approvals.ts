@@ -1,7 +1,7 @@
 import { act } from "./actions.js";
 import { get } from "./api.js";
 import { add, h, json, runLink, time } from "./dom.js";
-import type { Params } from "./main.js";
+import type { Params } from "./route.js";
 
 interface Pending {
   runId: string;
@@ -16,9 +16,15 @@ interface Pending {
 /** The inbox: every tool call (and budget raise) waiting for a person, oldest first, with approve and deny. */
 export async function approvalsPage(root: HTMLElement, _params: Params): Promise<() => void> {
   const body = h("tbody");
-  add(root,
+  add(
+    root,
     h("h1", {}, "Approvals waiting"),
-    h("table", { "data-testid": "approvals" }, h("thead", {}, h("tr", {}, ...["Run", "Workflow", "Tool", "Input", "Requested", ""].map((t) => h("th", {}, t)))), body),
+    h(
+      "table",
+      { "data-testid": "approvals" },
+      h("thead", {}, h("tr", {}, ...["Run", "Workflow", "Tool", "Input", "Requested", ""].map((t) => h("th", {}, t)))),
+      body,
+    ),
   );
   let shown = "";
   async function render(): Promise<void> {
@@ -39,9 +45,31 @@ export async function approvalsPage(root: HTMLElement, _params: Params): Promise
           h(
             "td",
             {},
-            h("div", { class: "actions" },
-              h("button", { class: "primary", onclick: () => void act("approve", p.runId, `Approve ${p.toolName} in run ${p.runId}; the run goes on and runs the tool.`, { toolCallId: p.toolCallId }).then(render) }, "Approve"),
-              h("button", { class: "danger", onclick: () => void act("deny", p.runId, `Deny ${p.toolName} in run ${p.runId}; the tool never runs and the model is told why.`, { toolCallId: p.toolCallId }).then(render) }, "Deny"),
+            h(
+              "div",
+              { class: "actions" },
+              h(
+                "button",
+                {
+                  class: "primary",
+                  onclick: () =>
+                    void act("approve", p.runId, `Approve ${p.toolName} in run ${p.runId}; the run goes on and runs the tool.`, {
+                      toolCallId: p.toolCallId,
+                    }).then(render),
+                },
+                "Approve",
+              ),
+              h(
+                "button",
+                {
+                  class: "danger",
+                  onclick: () =>
+                    void act("deny", p.runId, `Deny ${p.toolName} in run ${p.runId}; the tool never runs and the model is told why.`, {
+                      toolCallId: p.toolCallId,
+                    }).then(render),
+                },
+                "Deny",
+              ),
             ),
           ),
         ),

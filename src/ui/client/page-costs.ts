@@ -1,7 +1,7 @@
 import { get } from "./api.js";
 import { barChart, dayChart } from "./charts.js";
 import { add, h, usd } from "./dom.js";
-import type { Params } from "./main.js";
+import type { Params } from "./route.js";
 import { table } from "./page-run.js";
 
 interface Bucket {
@@ -17,7 +17,8 @@ export async function costsPage(root: HTMLElement, _params: Params): Promise<voi
   const items = (b: Bucket[]) => b.map((x) => ({ key: x.key, value: x.costUsd, label: `${usd(x.costUsd)} · ${x.totalTokens} tok` }));
   const total = report.byModel.reduce((sum, b) => sum + b.costUsd, 0);
   const calls = report.byModel.reduce((sum, b) => sum + b.modelCalls, 0);
-  add(root,
+  add(
+    root,
     h("h1", {}, "Costs"),
     h("p", { "data-testid": "cost-total" }, `${usd(total)} over ${calls} model calls`),
     h(
@@ -28,6 +29,9 @@ export async function costsPage(root: HTMLElement, _params: Params): Promise<voi
       h("div", { class: "card", "data-testid": "by-day" }, h("h2", {}, "By day (UTC)"), dayChart(items(report.byDay))),
     ),
     h("h2", {}, "By agent"),
-    table(["Agent", "Model calls", "Tokens", "Cost"], report.byAgent.map((b) => [b.key, String(b.modelCalls), String(b.totalTokens), usd(b.costUsd)])),
+    table(
+      ["Agent", "Model calls", "Tokens", "Cost"],
+      report.byAgent.map((b) => [b.key, String(b.modelCalls), String(b.totalTokens), usd(b.costUsd)]),
+    ),
   );
 }

@@ -1,6 +1,6 @@
 import { get } from "./api.js";
 import { add, duration, h, json, link, runLink, status, time, usd } from "./dom.js";
-import type { Params } from "./main.js";
+import type { Params } from "./route.js";
 import { table } from "./page-run.js";
 
 interface ModelCall {
@@ -27,7 +27,8 @@ export async function modelPage(root: HTMLElement, params: Params): Promise<void
   const [runId, seq] = [params.path[1]!, params.path[2]!];
   const call = await get<ModelCall>(`/runs/${encodeURIComponent(runId)}/models/${seq}`);
   const base = `#/model/${encodeURIComponent(runId)}/`;
-  add(root,
+  add(
+    root,
     h("h1", {}, `Model call #${call.seq} · ${call.modelId}`),
     h(
       "div",
@@ -59,7 +60,14 @@ export async function modelPage(root: HTMLElement, params: Params): Promise<void
       ? h("p", { class: "muted" }, "None.")
       : table(
           ["Seq", "Tool", "Input", "Status", "Permission", "Decided by"],
-          call.toolCalls.map((t) => [link(`#/why/${encodeURIComponent(runId)}/${t.seq}`, `#${t.seq}`), t.toolName, json(t.input), status(t.status), t.permission, t.decidedBy ?? ""]),
+          call.toolCalls.map((t) => [
+            link(`#/why/${encodeURIComponent(runId)}/${t.seq}`, `#${t.seq}`),
+            t.toolName,
+            json(t.input),
+            status(t.status),
+            t.permission,
+            t.decidedBy ?? "",
+          ]),
         ),
     h("h2", {}, "Response"),
     json(call.response),

@@ -1,7 +1,7 @@
 import { act } from "./actions.js";
 import { get } from "./api.js";
 import { duration, h, json, link, runLink, status, time, usd } from "./dom.js";
-import type { Params } from "./main.js";
+import type { Params } from "./route.js";
 
 interface Step {
   seq: number;
@@ -53,7 +53,14 @@ export async function runPage(root: HTMLElement, params: Params): Promise<() => 
 
   async function render(): Promise<void> {
     const run = await get<RunJson>(`/runs/${encodeURIComponent(runId)}`);
-    const signature = JSON.stringify([run.status, run.journal.length, run.journal.map((s) => s.status), run.approvals, run.actions.length, run.messages.length]);
+    const signature = JSON.stringify([
+      run.status,
+      run.journal.length,
+      run.journal.map((s) => s.status),
+      run.approvals,
+      run.actions.length,
+      run.messages.length,
+    ]);
     if (signature === shown || stopped) return;
     shown = signature;
     root.replaceChildren(...view(run));
@@ -81,7 +88,14 @@ export async function runPage(root: HTMLElement, params: Params): Promise<() => 
         },
         h("span", { class: "muted mono" }, `#${step.seq}`),
         h("span", {}, h("strong", {}, step.name), " ", h("span", { class: "muted" }, step.kind)),
-        h("div", { class: "wf-track" }, h("div", { class: `wf-bar ${step.status === "succeeded" ? step.kind : step.status}`, style: `left:${left.toFixed(2)}%;width:${width.toFixed(2)}%` })),
+        h(
+          "div",
+          { class: "wf-track" },
+          h("div", {
+            class: `wf-bar ${step.status === "succeeded" ? step.kind : step.status}`,
+            style: `left:${left.toFixed(2)}%;width:${width.toFixed(2)}%`,
+          }),
+        ),
         h("span", { class: "muted" }, step.status === "succeeded" ? duration(step.durationMs) : step.status),
       );
       waterfall.append(rowEl, detail);
@@ -90,7 +104,13 @@ export async function runPage(root: HTMLElement, params: Params): Promise<() => 
 
     const actions = h("div", { class: "actions" });
     if (!FINISHED.includes(run.status)) {
-      actions.append(h("button", { class: "danger", onclick: () => void act("cancel", run.id, `Cancel run ${run.id} and its unfinished descendants.`).then(render) }, "Cancel run"));
+      actions.append(
+        h(
+          "button",
+          { class: "danger", onclick: () => void act("cancel", run.id, `Cancel run ${run.id} and its unfinished descendants.`).then(render) },
+          "Cancel run",
+        ),
+      );
     }
     if (run.status === "failed" || run.status === "cancelled") {
       actions.append(h("button", { onclick: () => void act("resume", run.id, `Resume run ${run.id} from its journal.`).then(render) }, "Resume"));
@@ -99,7 +119,15 @@ export async function runPage(root: HTMLElement, params: Params): Promise<() => 
 
     const pending = run.approvals.filter((a) => a.status === "pending");
     return [
-      h("h1", {}, "Run ", h("span", { class: "mono" }, run.id), " ", status(run.status), FINISHED.includes(run.status) ? null : h("span", { class: "live" }, " ● live")),
+      h(
+        "h1",
+        {},
+        "Run ",
+        h("span", { class: "mono" }, run.id),
+        " ",
+        status(run.status),
+        FINISHED.includes(run.status) ? null : h("span", { class: "live" }, " ● live"),
+      ),
       h(
         "div",
         { class: "card meta" },
@@ -134,8 +162,28 @@ export async function runPage(root: HTMLElement, params: Params): Promise<() => 
                 "div",
                 { class: "actions", "data-approval": a.toolCallId },
                 h("span", {}, h("strong", {}, a.toolName), " ", h("span", { class: "mono muted" }, a.toolCallId)),
-                h("button", { class: "primary", onclick: () => void act("approve", run.id, `Approve ${a.toolName} (${a.toolCallId}); the run goes on and runs the tool.`, { toolCallId: a.toolCallId }).then(render) }, "Approve"),
-                h("button", { class: "danger", onclick: () => void act("deny", run.id, `Deny ${a.toolName} (${a.toolCallId}); the tool never runs and the model is told.`, { toolCallId: a.toolCallId }).then(render) }, "Deny"),
+                h(
+                  "button",
+                  {
+                    class: "primary",
+                    onclick: () =>
+                      void act("approve", run.id, `Approve ${a.toolName} (${a.toolCallId}); the run goes on and runs the tool.`, {
+                        toolCallId: a.toolCallId,
+                      }).then(render),
+                  },
+                  "Approve",
+                ),
+                h(
+                  "button",
+                  {
+                    class: "danger",
+                    onclick: () =>
+                      void act("deny", run.id, `Deny ${a.toolName} (${a.toolCallId}); the tool never runs and the model is told.`, {
+                        toolCallId: a.toolCallId,
+                      }).then(render),
+                  },
+                  "Deny",
+                ),
               ),
             ),
           ),
@@ -144,19 +192,38 @@ export async function runPage(root: HTMLElement, params: Params): Promise<() => 
       run.children.length === 0 ? null : h("h2", {}, "Children"),
       run.children.length === 0
         ? null
-        : table(["Run", "Workflow", "Status", "Started by seq"], run.children.map((c) => [runLink(c.id), c.workflow, status(c.status), String(c.parentSeq ?? "")])),
+        : table(
+            ["Run", "Workflow", "Status", "Started by seq"],
+            run.children.map((c) => [runLink(c.id), c.workflow, status(c.status), String(c.parentSeq ?? "")]),
+          ),
       h("h2", {}, "Events"),
-      run.events.length === 0 ? h("p", { class: "muted" }, "None.") : table(["Key", "Value", "Set"], run.events.map((e) => [e.key, json(e.value), time(e.updatedAt)])),
+      run.events.length === 0
+        ? h("p", { class: "muted" }, "None.")
+        : table(
+            ["Key", "Value", "Set"],
+            run.events.map((e) => [e.key, json(e.value), time(e.updatedAt)]),
+          ),
       h("h2", {}, "Messages"),
       run.messages.length === 0
         ? h("p", { class: "muted" }, "None.")
-        : table(["Topic", "Body", "Sender", "Sent", "Consumed"], run.messages.map((m) => [m.topic, json(m.body), m.sender ?? "", time(m.createdAt), time(m.consumedAt)])),
+        : table(
+            ["Topic", "Body", "Sender", "Sent", "Consumed"],
+            run.messages.map((m) => [m.topic, json(m.body), m.sender ?? "", time(m.createdAt), time(m.consumedAt)]),
+          ),
       run.approvals.length === 0 ? null : h("h2", {}, "Approvals"),
       run.approvals.length === 0
         ? null
-        : table(["Tool call", "Tool", "Status", "By", "Reason"], run.approvals.map((a) => [h("span", { class: "mono" }, a.toolCallId), a.toolName, status(a.status), a.decidedBy ?? "", a.reason ?? ""])),
+        : table(
+            ["Tool call", "Tool", "Status", "By", "Reason"],
+            run.approvals.map((a) => [h("span", { class: "mono" }, a.toolCallId), a.toolName, status(a.status), a.decidedBy ?? "", a.reason ?? ""]),
+          ),
       run.actions.length === 0 ? null : h("h2", {}, "Done from the dashboard"),
-      run.actions.length === 0 ? null : table(["When", "Who", "Action", "Detail"], run.actions.map((a) => [time(a.at), a.actor, a.action, json(a.detail)])),
+      run.actions.length === 0
+        ? null
+        : table(
+            ["When", "Who", "Action", "Detail"],
+            run.actions.map((a) => [time(a.at), a.actor, a.action, json(a.detail)]),
+          ),
     ].filter((n): n is HTMLElement => n !== null);
   }
 
@@ -176,7 +243,9 @@ export async function runPage(root: HTMLElement, params: Params): Promise<() => 
         step.error === null ? null : h("span", { class: "muted" }, "error"),
         step.error === null ? null : errorBox(step.error),
         model === undefined ? null : h("span", { class: "muted" }, "model"),
-        model === undefined ? null : h("span", {}, `${model.modelId} · ${model.totalTokens} tokens · ${usd(model.costUsd)} · ${duration(model.latencyMs)}`),
+        model === undefined
+          ? null
+          : h("span", {}, `${model.modelId} · ${model.totalTokens} tokens · ${usd(model.costUsd)} · ${duration(model.latencyMs)}`),
       ),
       h(
         "div",
@@ -188,7 +257,9 @@ export async function runPage(root: HTMLElement, params: Params): Promise<() => 
           {
             onclick: (e: Event) => {
               e.stopPropagation();
-              void act("fork", run.id, `Start a new run of ${run.workflow} that reuses this journal below seq ${step.seq} and executes from it.`, { fromSeq: step.seq }).then((r) => {
+              void act("fork", run.id, `Start a new run of ${run.workflow} that reuses this journal below seq ${step.seq} and executes from it.`, {
+                fromSeq: step.seq,
+              }).then((r) => {
                 if (r !== undefined && typeof r.forked === "string") location.hash = `#/run/${encodeURIComponent(r.forked)}`;
               });
             },
@@ -208,9 +279,20 @@ export async function runPage(root: HTMLElement, params: Params): Promise<() => 
 }
 
 function errorBox(error: { name: string; message: string; code?: string; stack?: string }): HTMLElement {
-  return h("div", { class: "error" }, h("strong", {}, `${error.name}${error.code ? ` [${error.code}]` : ""}: `), error.message, error.stack ? h("pre", {}, error.stack) : null);
+  return h(
+    "div",
+    { class: "error" },
+    h("strong", {}, `${error.name}${error.code ? ` [${error.code}]` : ""}: `),
+    error.message,
+    error.stack ? h("pre", {}, error.stack) : null,
+  );
 }
 
 export function table(head: string[], rows: (Node | string)[][]): HTMLElement {
-  return h("table", {}, h("thead", {}, h("tr", {}, ...head.map((t) => h("th", {}, t)))), h("tbody", {}, ...rows.map((r) => h("tr", {}, ...r.map((c) => h("td", {}, c))))));
+  return h(
+    "table",
+    {},
+    h("thead", {}, h("tr", {}, ...head.map((t) => h("th", {}, t)))),
+    h("tbody", {}, ...rows.map((r) => h("tr", {}, ...r.map((c) => h("td", {}, c))))),
+  );
 }

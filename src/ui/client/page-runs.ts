@@ -1,6 +1,6 @@
 import { get } from "./api.js";
 import { duration, h, runLink, status, time } from "./dom.js";
-import type { Params } from "./main.js";
+import type { Params } from "./route.js";
 
 interface RunSummary {
   id: string;
@@ -18,7 +18,12 @@ const POLL_MS = 2000;
 /** The run list: filters in the address (so a filtered view can be shared), newest first, live. */
 export async function runsPage(root: HTMLElement, params: Params): Promise<() => void> {
   const filters = await get<{ workflows: string[]; agents: string[]; statuses: string[] }>("/filters");
-  const state = { status: params.query.get("status") ?? "", workflow: params.query.get("workflow") ?? "", agent: params.query.get("agent") ?? "", q: params.query.get("q") ?? "" };
+  const state = {
+    status: params.query.get("status") ?? "",
+    workflow: params.query.get("workflow") ?? "",
+    agent: params.query.get("agent") ?? "",
+    q: params.query.get("q") ?? "",
+  };
   const select = (name: keyof typeof state, label: string, values: string[], extra: [string, string][] = []) =>
     h(
       "select",
@@ -55,7 +60,20 @@ export async function runsPage(root: HTMLElement, params: Params): Promise<() =>
     h(
       "table",
       { "data-testid": "runs" },
-      h("thead", {}, h("tr", {}, h("th", {}, "Run"), h("th", {}, "Workflow"), h("th", {}, "Status"), h("th", {}, "Started"), h("th", { class: "num" }, "Duration"), h("th", {}, "Parent"))),
+      h(
+        "thead",
+        {},
+        h(
+          "tr",
+          {},
+          h("th", {}, "Run"),
+          h("th", {}, "Workflow"),
+          h("th", {}, "Status"),
+          h("th", {}, "Started"),
+          h("th", { class: "num" }, "Duration"),
+          h("th", {}, "Parent"),
+        ),
+      ),
       body,
     ),
     h("div", { class: "actions" }, more),

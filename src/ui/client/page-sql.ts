@@ -1,6 +1,6 @@
 import { get, post } from "./api.js";
 import { add, h } from "./dom.js";
-import type { Params } from "./main.js";
+import type { Params } from "./route.js";
 
 /** The read-only SQL console (the operator query path of `cairn sql`), with the shipped views as examples. */
 export async function sqlPage(root: HTMLElement, params: Params): Promise<void> {
@@ -25,7 +25,8 @@ export async function sqlPage(root: HTMLElement, params: Params): Promise<void> 
       out.replaceChildren(h("p", { class: "error" }, (error as Error).message));
     }
   }
-  add(root,
+  add(
+    root,
     h("h1", {}, "SQL (read-only)"),
     h("p", { class: "muted" }, "One statement; the database itself refuses anything that writes. Examples from the views Cairn ships:"),
     h("div", { class: "filters" }, ...examples.map((e) => h("button", { onclick: () => ((text.value = e.sql), void run()) }, e.title))),

@@ -1,17 +1,29 @@
 import { get } from "./api.js";
 import { add, h, runLink, status, usd } from "./dom.js";
-import type { Params } from "./main.js";
+import type { Params } from "./route.js";
 
 /** The delegation tree below a run (agents and the sub-agents and workflows they started), with tokens and cost. */
 export async function treePage(root: HTMLElement, params: Params): Promise<void> {
   const runId = params.path[1]!;
   const { tree, rootId } = await get<{
     rootId: string;
-    tree: { id: string; workflow: string; status: string; depth: number; parentSeq: number | null; modelCalls: number; totalTokens: number; costUsd: number }[];
+    tree: {
+      id: string;
+      workflow: string;
+      status: string;
+      depth: number;
+      parentSeq: number | null;
+      modelCalls: number;
+      totalTokens: number;
+      costUsd: number;
+    }[];
   }>(`/runs/${encodeURIComponent(runId)}/tree`);
-  add(root,
+  add(
+    root,
     h("h1", {}, "Delegation tree of ", h("span", { class: "mono" }, runId)),
-    rootId === runId ? null : h("p", {}, "This run's root is ", runLink(rootId), " — ", h("a", { href: `#/tree/${encodeURIComponent(rootId)}` }, "see the whole tree"), "."),
+    rootId === runId
+      ? null
+      : h("p", {}, "This run's root is ", runLink(rootId), " — ", h("a", { href: `#/tree/${encodeURIComponent(rootId)}` }, "see the whole tree"), "."),
     h(
       "ul",
       { class: "tree card", "data-testid": "tree" },
