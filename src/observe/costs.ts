@@ -24,8 +24,10 @@ export async function loadCostReport(store: ReadStore, sinceMs = 0): Promise<Cos
   const sums = "count(*) AS calls, COALESCE(sum(m.total_tokens), 0) AS tokens, COALESCE(sum(m.cost_usd), 0) AS cost";
   const [byAgent, byModel, byDay] = await Promise.all([
     store.select<Row>(
-      `SELECT r.workflow AS k, ${sums} FROM cairn_model_calls m JOIN cairn_runs r ON r.id = m.run_id
-       WHERE m.created_at >= $1 GROUP BY r.workflow ORDER BY cost DESC, k`,
+      // CROSS JOIN: SQLite then reads the model calls and probes their runs by key, never every run
+      // (on PostgreSQL it is a plain inner join).
+      `SELECT r.workflow AS k, ${sums} FROM cairn_model_calls m CROSS JOIN cairn_runs r
+       WHERE r.id = m.run_id AND m.created_at >= $1 GROUP BY r.workflow ORDER BY cost DESC, k`,
       [sinceMs],
     ),
     store.select<Row>(`SELECT m.model_id AS k, ${sums} FROM cairn_model_calls m WHERE m.created_at >= $1 GROUP BY m.model_id ORDER BY cost DESC, k`, [

@@ -98,10 +98,21 @@ function parseCursor(text: string): { createdAt: number; id: string } {
   return { createdAt, id: text.slice(colon + 1) };
 }
 
-/** Every workflow name, for the list's filter (an index-only scan of cairn_runs_workflow). */
+/**
+ * Every workflow name, for the list's filter. A loose index scan: one probe of cairn_runs_workflow
+ * per name (the next name after the last), so 100,000 runs of three workflows cost three probes,
+ * where DISTINCT would read every row.
+ */
 export async function listWorkflowNames(store: ReadStore): Promise<string[]> {
-  const rows = await store.select<{ workflow: string }>("SELECT DISTINCT workflow FROM cairn_runs ORDER BY workflow");
-  return rows.map((r) => r.workflow);
+  const rows = await store.select<{ name: string | null }>(
+    `WITH RECURSIVE names (name) AS (
+       SELECT MIN(workflow) FROM cairn_runs
+       UNION ALL
+       SELECT (SELECT MIN(r.workflow) FROM cairn_runs r WHERE r.workflow > n.name) FROM names n WHERE n.name IS NOT NULL
+     )
+     SELECT name FROM names WHERE name IS NOT NULL`,
+  );
+  return rows.map((r) => String(r.name));
 }
 
 /** The workflows that made a model call: agents (cairn.agent registers each as a workflow of its name). */
@@ -109,7 +120,7 @@ export async function listAgentNames(store: ReadStore): Promise<string[]> {
   if (!(await hasAgentTables(store))) return [];
   // From the model calls (few) to their runs by primary key: never a scan of every run.
   const rows = await store.select<{ workflow: string }>(
-    "SELECT DISTINCT r.workflow FROM cairn_model_calls m JOIN cairn_runs r ON r.id = m.run_id ORDER BY r.workflow",
+    "SELECT DISTINCT workflow FROM cairn_runs WHERE id IN (SELECT run_id FROM cairn_model_calls) ORDER BY workflow",
   );
   return rows.map((r) => r.workflow);
 }

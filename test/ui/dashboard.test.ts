@@ -24,8 +24,8 @@ afterAll(async () => {
   await browser?.close();
 });
 
-async function shot(page: Page, name: string): Promise<void> {
-  if (SHOTS !== undefined) await page.screenshot({ path: `${SHOTS}/${name}.png`, fullPage: false });
+async function shot(page: Page, name: string, fullPage = false): Promise<void> {
+  if (SHOTS !== undefined) await page.screenshot({ path: `${SHOTS}/${name}.png`, fullPage });
 }
 
 /** Opens a route of the dashboard (`#/runs`, `#/run/<id>`, ...) in `page`, already holding the cookie. */
@@ -97,7 +97,7 @@ describe("the dashboard on sqlite: an agent run, seen and steered", () => {
       await page.locator("h1 .status.succeeded").waitFor();
       expect(await page.locator("h1").innerText()).toContain("ticket-42");
       expect(await page.getByText("Done from the dashboard").count()).toBe(1);
-      await shot(page, "run");
+      await shot(page, "run", true);
       const recorded = await storeOf(cairn).select<{ action: string; actor: string }>(
         "SELECT action, actor FROM cairn_operator_actions WHERE run_id = 'ticket-42'",
       );
@@ -116,7 +116,7 @@ describe("the dashboard on sqlite: an agent run, seen and steered", () => {
       expect(kinds).toEqual(["tool", "model", "prompt", "run", "run"]);
       expect(await page.locator('[data-testid="chain"] li[data-kind="tool"]').innerText()).toContain("decided by alice");
       expect(await page.locator('[data-testid="chain"]').innerText()).toContain("desk-42");
-      await shot(page, "why");
+      await shot(page, "why", true);
 
       // ... and on to the model call that asked for it: messages, response, tool calls, usage, cost, delta.
       await page.locator('[data-testid="chain"] li[data-kind="model"] a').first().click();
@@ -214,8 +214,16 @@ describe.each(BACKENDS)("the dashboard's run list on $name", (backend) => {
       for (const ms of Object.values(times)) expect(ms).toBeLessThan(1500);
 
       // In the browser: choose a status and a workflow, then search an id.
+      const loading = performance.now();
       await page.goto(server.url);
       await page.locator(`tr[data-run="bulk-${RUNS - 1}"]`).waitFor();
+      const loadMs = performance.now() - loading;
+      console.log(`runs page loaded in the browser on ${backend.name} (token exchange, page, modules, filters, first page): ${Math.round(loadMs)} ms`);
+      expect(loadMs).toBeLessThan(3000);
+      const reloading = performance.now();
+      await page.reload();
+      await page.locator(`tr[data-run="bulk-${RUNS - 1}"]`).waitFor();
+      console.log(`runs page reloaded on ${backend.name}: ${Math.round(performance.now() - reloading)} ms`);
       await page.selectOption('select[name="status"]', "failed");
       await page.selectOption('select[name="workflow"]', "bulk-export");
       await expect.poll(async () => new Set(await page.locator("tr[data-run] .status").allInnerTexts())).toEqual(new Set(["failed"]));
@@ -231,6 +239,7 @@ describe.each(BACKENDS)("the dashboard's run list on $name", (backend) => {
       await expect
         .poll(async () => page.locator("tr[data-run]").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-run"))))
         .toEqual([`bulk-${RUNS - 7}`]);
+      console.log(`runs page in the browser on ${backend.name}: ${await page.locator('[data-testid="runs-info"]').innerText()}`);
       if (backend.name === "sqlite" && SHOTS !== undefined) {
         await page.selectOption('select[name="status"]', "failed");
         await page.fill('input[name="q"]', "");

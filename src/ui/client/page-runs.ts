@@ -17,7 +17,9 @@ const POLL_MS = 2000;
 
 /** The run list: filters in the address (so a filtered view can be shared), newest first, live. */
 export async function runsPage(root: HTMLElement, params: Params): Promise<() => void> {
-  const filters = await get<{ workflows: string[]; agents: string[]; statuses: string[] }>("/filters");
+  // The filters' choices arrive beside the first page, not before it.
+  const filtersRead = get<{ workflows: string[]; agents: string[]; statuses: string[] }>("/filters");
+  const filters = { statuses: ["enqueued", "running", "waiting", "succeeded", "failed", "cancelled"], workflows: [] as string[], agents: [] as string[] };
   const state = {
     status: params.query.get("status") ?? "",
     workflow: params.query.get("workflow") ?? "",
@@ -116,7 +118,13 @@ export async function runsPage(root: HTMLElement, params: Params): Promise<() =>
     info.textContent = `${body.querySelectorAll("tr[data-run]").length} shown · ${Math.round(performance.now() - started)} ms`;
   }
 
-  await load(false);
+  const [choices] = await Promise.all([filtersRead, load(false)]);
+  for (const [name, label, values, extra] of [
+    ["workflow", "Workflow", choices.workflows, []],
+    ["agent", "Agent", choices.agents, [["*", "any agent"] as [string, string]]],
+  ] as const) {
+    root.querySelector(`select[name="${name}"]`)!.replaceWith(select(name, label, values, [...extra]));
+  }
   // Live: the first page is read again every two seconds (a page the reader paged past is left alone).
   const timer = window.setInterval(() => {
     if (body.querySelectorAll("tr[data-run]").length <= 50) void load(false).catch(() => (live.textContent = "○ offline"));
