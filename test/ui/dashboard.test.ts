@@ -125,7 +125,7 @@ describe("the dashboard on sqlite: an agent run, seen and steered", () => {
       expect(await page.locator('[data-testid="usage"]').innerText()).toMatch(/\d+ in · \d+ out · \d+ total tokens/);
       expect(await page.locator("main").innerText()).toContain("refund");
       expect(await page.locator('[data-testid="prompt"] .msg.delta').count()).toBeGreaterThan(0);
-      await shot(page, "model-call");
+      await shot(page, "model-call", true);
 
       // The delegation tree, the costs, the SQL console.
       await open(page, origin, "#/tree/desk-42");

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { InvalidSpecError } from "../../src/errors.js";
+import { InvalidSpecError, TerminalError } from "../../src/errors.js";
 import { storeOf } from "../../src/internal.js";
 import { loadCostReport } from "../../src/observe/costs.js";
 import { loadModelCall } from "../../src/observe/model-call.js";
@@ -21,6 +21,12 @@ describe.each(BACKENDS)("the dashboard's reads and actions on $name", (backend) 
     const db = await env.database();
     const cairn = env.cairn(db, { pollIntervalMs: 50 });
     const { llm, desk } = await supportDesk(cairn);
+    const breaks = cairn.workflow("breaks", async (ctx) => {
+      await ctx.step("fine", async () => 1);
+      await ctx.step("boom", async () => {
+        throw new TerminalError("the ledger is closed");
+      });
+    });
     await cairn.launch();
     const server = await cairn.ui({ port: 0, actor: "ops" });
     try {
@@ -69,8 +75,22 @@ describe.each(BACKENDS)("the dashboard's reads and actions on $name", (backend) 
       expect(details.approvals).toEqual([expect.objectContaining({ status: "denied", decidedBy: "carol", reason: "over the limit" })]);
       expect(details.toolCalls.map((t) => t.toolName)).toEqual(["lookUpOrder", "refund"]);
 
+      // A failed step's error comes with its stack and class; a run's error too.
+      const broken = await breaks.start(undefined, { id: "broken-1" });
+      await expect(broken.result()).rejects.toThrow(/the ledger is closed/);
+      const view = (await (await fetch(`${origin}/api/runs/broken-1`, { headers })).json()) as {
+        status: string;
+        error: { name: string; message: string; stack?: string };
+        journal: { name: string; status: string; attempts: number; error: { name: string; code?: string; stack?: string } | null }[];
+      };
+      expect(view.status).toBe("failed");
+      const boom = view.journal.find((s) => s.name === "boom")!;
+      expect(boom).toMatchObject({ status: "failed", attempts: 1, error: { name: "TerminalError", code: "TERMINAL" } });
+      expect(boom.error!.stack).toMatch(/the ledger is closed\n\s+at /);
+      expect(view.error.message).toMatch(/the ledger is closed/);
+
       // The run list: filters, the agent filter, keyset pages that neither skip nor repeat.
-      expect(await listWorkflowNames(store)).toEqual(["desk", "support"]);
+      expect(await listWorkflowNames(store)).toEqual(["breaks", "desk", "support"]);
       expect(await listAgentNames(store)).toEqual(["support"]);
       const agentRuns = (await listRunPage(store, { agent: "*" })).runs;
       expect(agentRuns.map((r) => r.id)).toEqual(["ticket-7"]);

@@ -34,7 +34,7 @@ interface RunJson {
   error: { name: string; message: string; stack?: string } | null;
   children: { id: string; workflow: string; status: string; parentSeq: number | null }[];
   journal: Step[];
-  journalPage: { total: number };
+  journalPage: { from: number; limit: number; total: number };
   events: { key: string; value: unknown; updatedAt: number }[];
   messages: { id: string; topic: string; body: unknown; sender: string | null; createdAt: number; consumedAt: number | null }[];
   modelCalls: { seq: number; modelId: string; totalTokens: number; costUsd: number; latencyMs: number }[];
@@ -47,12 +47,14 @@ const FINISHED = ["succeeded", "failed", "cancelled"];
 /** One run: its header and actions, the journal as a waterfall, children, events, messages, approvals, who did what. */
 export async function runPage(root: HTMLElement, params: Params): Promise<() => void> {
   const runId = params.path[1]!;
+  // A journal of more than a page (1,000 entries) is read a page at a time: `#/run/<id>?from=<seq>`.
+  const from = Number(params.query.get("from") ?? 0) || 0;
   const open = new Set<number>();
   let shown = "";
   let stopped = false;
 
   async function render(): Promise<void> {
-    const run = await get<RunJson>(`/runs/${encodeURIComponent(runId)}`);
+    const run = await get<RunJson>(`/runs/${encodeURIComponent(runId)}${from > 0 ? `?from=${from}` : ""}`);
     const signature = JSON.stringify([
       run.status,
       run.journal.length,
@@ -188,6 +190,7 @@ export async function runPage(root: HTMLElement, params: Params): Promise<() => 
             ),
           ),
       h("h2", {}, `Timeline (${run.journalPage.total} steps)`),
+      journalPager(run),
       waterfall,
       run.children.length === 0 ? null : h("h2", {}, "Children"),
       run.children.length === 0
@@ -276,6 +279,21 @@ export async function runPage(root: HTMLElement, params: Params): Promise<() => 
     stopped = true;
     clearInterval(timer);
   };
+}
+
+/** Links to the journal's neighbouring pages, when it has more than one. */
+function journalPager(run: RunJson): HTMLElement | null {
+  const { from, limit, total } = run.journalPage;
+  const last = run.journal.at(-1)?.seq;
+  if (from === 0 && run.journal.length >= total) return null;
+  const base = `#/run/${encodeURIComponent(run.id)}?from=`;
+  return h(
+    "div",
+    { class: "actions" },
+    h("span", { class: "muted" }, `steps from seq ${from}${last === undefined ? "" : ` to ${last}`} of ${total}`),
+    from > 0 ? link(`${base}${Math.max(0, from - limit)}`, "← earlier steps") : null,
+    last !== undefined && run.journal.length >= limit ? link(`${base}${last + 1}`, "later steps →") : null,
+  );
 }
 
 function errorBox(error: { name: string; message: string; code?: string; stack?: string }): HTMLElement {
