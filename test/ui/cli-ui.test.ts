@@ -27,8 +27,9 @@ describe.each(BACKENDS)("cairn ui on $name", (backend) => {
       child.once("exit", (code) => reject(new Error(`cairn ui exited with ${code}: ${lines.join("\n")}`)));
       createInterface({ input: child.stdout! }).on("line", (line) => {
         lines.push(line);
-        const found = line.match(/(http:\/\/\S+)/)?.[1];
-        if (found !== undefined) resolve(new URL(found));
+        // The last line it prints once serving; the URL is on an earlier one.
+        const found = lines.join("\n").match(/(http:\/\/\S+)/)?.[1];
+        if (/Ctrl-C to stop/.test(line) && found !== undefined) resolve(new URL(found));
       });
     });
     return { url, child, lines };
