@@ -35,8 +35,8 @@ export function json(value: unknown): HTMLElement {
 
 export function time(ms: number | null | undefined): string {
   if (ms === null || ms === undefined) return "—";
-  const d = new Date(ms);
-  return `${d.toISOString().slice(0, 10)} ${d.toTimeString().slice(0, 8)}`;
+  // Local time, as `YYYY-MM-DD HH:MM:SS` (Sweden's locale writes dates that way).
+  return new Date(ms).toLocaleString("sv-SE");
 }
 
 export function duration(ms: number | null | undefined): string {
