@@ -32,6 +32,16 @@ export async function startUi(host: UiHost, options: UiOptions = {}): Promise<Ui
 
   const token = newToken();
   const app = new Hono();
+  app.use("*", async (c, next) => {
+    await next();
+    // Only this server's own scripts and styles; no framing; the token never leaves in a Referer.
+    c.header(
+      "content-security-policy",
+      "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'",
+    );
+    c.header("referrer-policy", "no-referrer");
+    c.header("x-content-type-options", "nosniff");
+  });
   app.use("*", requireToken(token));
   app.route("/api", apiRoutes(host, actor));
   app.get("/assets/app.css", (c) => c.body(PAGE_CSS, 200, { "content-type": "text/css; charset=utf-8", "cache-control": "no-cache" }));

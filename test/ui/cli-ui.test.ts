@@ -52,10 +52,17 @@ describe.each(BACKENDS)("cairn ui on $name", (backend) => {
     const visit = await fetch(url, { redirect: "manual" });
     expect(visit.status).toBe(302);
     expect(visit.headers.get("location")).toBe("/");
+    expect(visit.headers.get("referrer-policy")).toBe("no-referrer");
     const cookie = visit.headers.get("set-cookie")!;
     expect(cookie).toMatch(/HttpOnly/i);
     expect(cookie).toMatch(/SameSite=Strict/i);
     expect((await fetch(`${url.origin}/api/runs/hello-1`, { headers: { cookie: cookie.split(";")[0]! } })).status).toBe(200);
+    const page = await fetch(`${url.origin}/`, { headers: { cookie: cookie.split(";")[0]! } });
+    expect(page.headers.get("content-security-policy")).toMatch(/script-src 'self';/);
+    expect(await page.text()).toContain('<script type="module" src="/assets/main.js">');
+    const script = await fetch(`${url.origin}/assets/main.js`, { headers: { cookie: cookie.split(";")[0]! } });
+    expect(script.headers.get("content-type")).toMatch(/^text\/javascript/);
+    expect((await fetch(`${url.origin}/assets/..%2fserver.js`, { headers: { cookie: cookie.split(";")[0]! } })).status).toBe(404);
     const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
     child.kill("SIGTERM");
     expect(await exited).toBe(0);
