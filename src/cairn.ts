@@ -14,7 +14,6 @@ import { attachRuntime } from "./internal.js";
 import type { DeletedRuns, RunDeleteFilter } from "./store/retention.js";
 import type { QueryResult } from "./store/store.js";
 import type { UiOptions, UiServer } from "./ui/host.js";
-import { startUi } from "./ui/server.js";
 
 /**
  * Cairn: the durable engine with agents on top. It composes the layers — the runtime (store,
@@ -162,8 +161,10 @@ export class Cairn {
    * `url` carries it. Actions taken there (cancel, resume, fork, approve, deny) go through this
    * Cairn, as a client, and are recorded with who took them. `close()` stops serving.
    */
-  ui(options: UiOptions = {}): Promise<UiServer> {
+  async ui(options: UiOptions = {}): Promise<UiServer> {
     const runtime = this.#runtime;
+    // Loaded on first use: an application that never serves the dashboard never loads its server.
+    const { startUi } = await import("./ui/server.js");
     return startUi(
       {
         store: () => runtime.readyStore(),

@@ -17,6 +17,8 @@ export interface UiHost {
   deny(runId: string, toolCallId: string, options: { by: string; reason?: string }): Promise<void>;
 }
 
+export const DEFAULT_UI_PORT = 4000;
+
 /** `cairn ui [--port] [--host]`, `cairn.ui({ port })`. */
 export interface UiOptions {
   /** Default 4000; 0 picks a free port. */

@@ -7,11 +7,10 @@ import { Hono } from "hono";
 import { InvalidSpecError } from "../errors.js";
 import { apiRoutes } from "./api.js";
 import { newToken, requireToken } from "./auth.js";
-import type { UiHost, UiOptions, UiServer } from "./host.js";
+import { DEFAULT_UI_PORT, type UiHost, type UiOptions, type UiServer } from "./host.js";
 import { PAGE_CSS, pageHtml } from "./page.js";
 import { UI_EXTENSION } from "./schema.js";
 
-export const DEFAULT_UI_PORT = 4000;
 const LOOPBACK = "127.0.0.1";
 
 /**

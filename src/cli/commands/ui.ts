@@ -1,5 +1,5 @@
 import { Cairn } from "../../index.js";
-import { DEFAULT_UI_PORT } from "../../ui/server.js";
+import { DEFAULT_UI_PORT } from "../../ui/host.js";
 import { integerOption, stringOption } from "../args.js";
 import { CliError } from "../cli-error.js";
 import type { Command } from "../command.js";
