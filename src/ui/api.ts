@@ -43,7 +43,7 @@ export function apiRoutes(host: UiHost, defaultActor: string): Hono {
     const store = await host.store();
     const runId = c.req.param("id");
     const from = c.req.query("from");
-    const view = await loadRunView(store, runId, from === undefined ? {} : { from: Number(from) });
+    const view = await loadRunView(store, runId, from === undefined ? {} : { from: wholeNumber("from", from) });
     const [details, actions] = await Promise.all([loadRunDetails(store, runId), listOperatorActions(store, runId)]);
     const json = runViewJson(view);
     // The timeline's rows, with each error in full (its stack) and each tool step's input.
@@ -95,7 +95,7 @@ export function apiRoutes(host: UiHost, defaultActor: string): Hono {
 
   api.get("/costs", async (c) => {
     const since = c.req.query("since");
-    return c.json(await loadCostReport(await host.store(), since === undefined ? 0 : Number(since)));
+    return c.json(await loadCostReport(await host.store(), since === undefined ? 0 : wholeNumber("since", since)));
   });
 
   api.get("/sql/examples", (c) => c.json({ examples: SQL_EXAMPLES }));
@@ -135,10 +135,14 @@ export function apiRoutes(host: UiHost, defaultActor: string): Hono {
 }
 
 function seqParam(c: Context): number {
-  const text = c.req.param("seq") ?? "";
-  const seq = Number(text);
-  if (!/^\d+$/.test(text) || !Number.isSafeInteger(seq)) throw new InvalidSpecError("seq", text, "give a step's seq, a whole number");
-  return seq;
+  return wholeNumber("seq", c.req.param("seq") ?? "");
+}
+
+/** A query or path parameter that must be a whole number ≥ 0 (a seq, a time in ms). */
+function wholeNumber(field: string, text: string): number {
+  const value = Number(text);
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(value)) throw new InvalidSpecError(field, text, "give a whole number ≥ 0");
+  return value;
 }
 
 async function jsonBody(c: Context): Promise<Record<string, unknown>> {

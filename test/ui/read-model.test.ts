@@ -117,6 +117,9 @@ describe.each(BACKENDS)("the dashboard's reads and actions on $name", (backend) 
       expect((await act({ action: "resume", runId: "desk-7" })).body).toMatchObject({ resumed: false, actor: "ops" });
       expect((await act({ action: "explode", runId: "desk-7" })).status).toBe(400);
       expect((await fetch(`${origin}/api/runs/nope`, { headers })).status).toBe(404);
+      for (const bad of ["/runs/desk-7?from=-1", "/runs/desk-7/models/x", "/runs/desk-7/why/1.5", "/costs?since=soon"]) {
+        expect((await fetch(`${origin}/api${bad}`, { headers })).status, bad).toBe(400);
+      }
 
       const badFilter = await fetch(`${origin}/api/runs?limit=9999`, { headers });
       expect(badFilter.status).toBe(400);
