@@ -97,6 +97,9 @@ describe("the dashboard on sqlite: an agent run, seen and steered", () => {
       await page.locator("h1 .status.succeeded").waitFor();
       expect(await page.locator("h1").innerText()).toContain("ticket-42");
       expect(await page.getByText("Done from the dashboard").count()).toBe(1);
+      // The decision reached the run as a message, from alice, and was consumed.
+      const messages = await page.locator("h2:has-text('Messages') + table").innerText();
+      expect(messages).toMatch(/approval:\d+[\s\S]*"approved": true[\s\S]*alice/);
       await shot(page, "run", true);
       const recorded = await storeOf(cairn).select<{ action: string; actor: string }>(
         "SELECT action, actor FROM cairn_operator_actions WHERE run_id = 'ticket-42'",
