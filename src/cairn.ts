@@ -13,6 +13,7 @@ import type { Workflow, WorkflowOptions } from "./engine/workflow.js";
 import { attachRuntime } from "./internal.js";
 import type { DeletedRuns, RunDeleteFilter } from "./store/retention.js";
 import type { QueryResult } from "./store/store.js";
+import type { UiOptions, UiServer } from "./ui/host.js";
 
 /**
  * Cairn: the durable engine with agents on top. It composes the layers — the runtime (store,
@@ -152,5 +153,29 @@ export class Cairn {
    */
   query(sql: string, params: unknown[] = []): Promise<QueryResult> {
     return this.#runtime.query(sql, params);
+  }
+
+  /**
+   * Serves the dashboard (runs, journals, model calls, provenance, approvals, costs, SQL) on
+   * 127.0.0.1 (`port` 4000 by default; 0 picks a free one) behind a token made for this start:
+   * `url` carries it. Actions taken there (cancel, resume, fork, approve, deny) go through this
+   * Cairn, as a client, and are recorded with who took them. `close()` stops serving.
+   */
+  async ui(options: UiOptions = {}): Promise<UiServer> {
+    const runtime = this.#runtime;
+    // Loaded on first use: an application that never serves the dashboard never loads its server.
+    const { startUi } = await import("./ui/server.js");
+    return startUi(
+      {
+        store: () => runtime.readyStore(),
+        now: () => runtime.clock.now(),
+        cancel: (runId) => this.cancel(runId),
+        resume: (runId) => this.resume(runId),
+        fork: (runId, fork) => this.fork(runId, fork),
+        approve: (runId, toolCallId, decision) => this.approvals.approve(runId, toolCallId, decision),
+        deny: (runId, toolCallId, decision) => this.approvals.deny(runId, toolCallId, decision),
+      },
+      options,
+    );
   }
 }

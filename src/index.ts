@@ -1,4 +1,5 @@
 export { Cairn } from "./cairn.js";
+export type { UiOptions, UiServer } from "./ui/host.js";
 export type { CairnOptions, ForkOptions, SendOptions } from "./scheduler/runtime.js";
 export type { RetentionOptions } from "./scheduler/retention-policy.js";
 export type { DeletedRuns, FinishedStatus, RunDeleteFilter } from "./store/retention.js";

@@ -17,6 +17,7 @@ import { send } from "./commands/send.js";
 import { show } from "./commands/show.js";
 import { sql } from "./commands/sql.js";
 import { why } from "./commands/why.js";
+import { ui } from "./commands/ui.js";
 import { databaseOf } from "./database.js";
 import { commandHelp, overallHelp } from "./help.js";
 import { print } from "./output.js";
@@ -24,6 +25,7 @@ import { print } from "./output.js";
 const COMMANDS: readonly Command[] = [
   ...[runs, show, why, sql, cancel, resume, fork, send, approvals, approve, deny, demo, mockLlm],
   ...[deleteCommand, gc],
+  ui,
 ];
 
 /** Runs the CLI on `argv` (without `node main.js`) and returns the exit code. */

@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
  * The layers of src/ (docs/architecture.md), as folders whose imports point down only:
  *
  *   base (errors, error registry, util/)  — importable by every layer
- *   store/ → engine/ → scheduler/ → ai/ | supervision/ | testing/ → observe/ → cairn.ts, index.ts, internal.ts → cli/
+ *   store/ → engine/ → scheduler/ → ai/ | supervision/ | testing/ → observe/ → ui/ → cairn.ts, index.ts, internal.ts → cli/
  *
  * A file may import its own layer and any layer below it; never one above, never a sibling on the
  * same floor (ai/ and supervision/ meet only above them). Every import counts — `import type` and
@@ -23,6 +23,8 @@ const LAYERS: { name: string; rank: number; owns: (path: string) => boolean }[] 
   { name: "supervision", rank: 4, owns: (p) => p.startsWith("supervision/") },
   { name: "testing", rank: 4, owns: (p) => p.startsWith("testing/") },
   { name: "observe", rank: 5, owns: (p) => p.startsWith("observe/") },
+  // The dashboard (issue 12): reads through observe/, acts through a host the face implements.
+  { name: "ui", rank: 5.5, owns: (p) => p.startsWith("ui/") },
   { name: "facade", rank: 6, owns: (p) => p === "cairn.ts" || p === "index.ts" || p === "internal.ts" },
   { name: "cli", rank: 7, owns: (p) => p.startsWith("cli/") },
 ];

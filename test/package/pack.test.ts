@@ -24,6 +24,8 @@ describe("the package", () => {
     const paths = await packedPaths();
     expect(paths).toContain("dist/index.js");
     expect(paths).toContain("dist/cli/main.js");
+    // The dashboard's front end is compiled into the package: nothing is fetched from elsewhere.
+    expect(paths).toContain("dist/ui/client/main.js");
     // Benchmarks and the fault-injection experiment live in tools/ and are not part of the package.
     expect(paths.filter((path) => /(^|\/)(bench|experiment|tools)(\/|\.|$)/.test(path))).toEqual([]);
   }, 90_000);

@@ -24,6 +24,7 @@ const DOCUMENTED = [
   "send",
   "shutdown",
   "stream",
+  "ui",
   "workflow",
 ];
 
