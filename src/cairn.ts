@@ -11,8 +11,10 @@ import { CairnRuntime, type CairnOptions, type ForkOptions, type SendOptions } f
 import type { RunHandle } from "./engine/run-handle.js";
 import type { Workflow, WorkflowOptions } from "./engine/workflow.js";
 import { attachRuntime } from "./internal.js";
+import { OpenTelemetryTracing } from "./observe/telemetry/open-telemetry.js";
+import { TELEMETRY_EXTENSION } from "./observe/telemetry/telemetry-extension.js";
 import type { DeletedRuns, RunDeleteFilter } from "./store/retention.js";
-import type { QueryResult } from "./store/store.js";
+import type { QueryResult, Store } from "./store/store.js";
 
 /**
  * Cairn: the durable engine with agents on top. It composes the layers — the runtime (store,
@@ -45,12 +47,16 @@ export class Cairn {
   constructor(options: CairnOptions = {}) {
     // Checked before the store opens, so that a bad key leaves nothing open.
     const approvalKey = approvalKeyBytes(options.approvalKey ?? (process.env.CAIRN_APPROVAL_KEY || undefined));
-    const runtime = new CairnRuntime(options);
+    // OpenTelemetry (observe/telemetry) reaches the engine through its tracing hooks; its table
+    // (each run's trace context) joins the store like the agents layer's.
+    const tracing = new OpenTelemetryTracing(options.tracerProvider, (): Store => runtime.store());
+    const runtime: CairnRuntime = new CairnRuntime(options, { tracing });
     this.#runtime = runtime;
     this.#agentSettings = { approvalKey };
     // The agents layer brings its schema, tables, step kinds and hooks to the store through the
     // extension contract, before the store first migrates (on first use).
     runtime.store().register(AGENTS_EXTENSION);
+    runtime.store().register(TELEMETRY_EXTENSION);
     attachRuntime(this, runtime);
     this.approvals = new Approvals({
       ready: () => runtime.readyStore(),

@@ -11,6 +11,7 @@ import { agentState } from "./agent-state.js";
 import { approvalTopic, awaitDecision } from "./approval-channel.js";
 import { IDEMPOTENCY_KEY } from "./idempotency.js";
 import { TOOL_CONTEXT } from "./tool-context.js";
+import { toolSpan } from "./gen-ai-spans.js";
 
 export type PermissionDecision = "allow" | "deny" | "approve";
 
@@ -176,6 +177,7 @@ function recordTool(
     name,
     fingerprint: fingerprintOf(input),
     execute: ({ idempotencyKey, signal }) => execute(idempotencyKey, signal),
+    trace: toolSpan(name, options.toolCallId, status),
     alsoWrite: (outcome, seq): WriteOp[] => [
       {
         type: "insert",

@@ -8,6 +8,7 @@ import type { Clock } from "../engine/clock.js";
 import { RunExecution, type ExecutionHost, type WorkflowFunction } from "../engine/run-execution.js";
 import { errorText } from "../store/value/index.js";
 import { setLongTimeout, type LongTimeout } from "../engine/long-timeout.js";
+import type { RunTracing } from "../engine/tracing.js";
 
 export interface ExecutorOptions {
   appVersion: string;
@@ -29,6 +30,8 @@ export interface ExecutorOptions {
   onError: (error: unknown) => void;
   /** Housekeeping run on every poll while the executor runs (the retention policy's batches). */
   maintenance?: () => void;
+  /** Where runs report their executions and operations (OpenTelemetry, through the face). */
+  tracing?: RunTracing;
 }
 
 /**
@@ -90,6 +93,10 @@ export class Executor implements ExecutionHost {
 
   get running(): boolean {
     return this.started;
+  }
+
+  get tracing(): RunTracing | undefined {
+    return this.options.tracing;
   }
 
   get loadedRunIds(): string[] {
