@@ -7,7 +7,6 @@ import {
   trace,
   type Attributes,
   type Context,
-  type Exception,
   type Span,
   type Tracer,
   type TracerProvider,
@@ -235,25 +234,31 @@ class OpenTelemetryOperationTrace implements OperationTrace {
   }
 }
 
-/** Status ERROR, and the error as an `exception` event. */
+/**
+ * Status ERROR, and the error as an `exception` event (the semantic conventions' attributes). Made
+ * here rather than with `recordException`, which names the type by an error's `code` when it has
+ * one: a Cairn error's type is its class name (`TerminalError`), its code is `cairn.error.code`.
+ */
 function failed(span: Span, error: unknown): void {
-  const exception = asException(error);
-  span.recordException(exception);
-  span.setStatus({ code: SpanStatusCode.ERROR, message: typeof exception === "string" ? exception : (exception.message ?? exception.name ?? "error") });
+  const { name, message, stack, code } = describeError(error);
+  span.addEvent(
+    "exception",
+    defined({ "exception.type": name, "exception.message": message, "exception.stacktrace": stack, "cairn.error.code": code }),
+  );
+  span.setStatus({ code: SpanStatusCode.ERROR, message });
 }
 
-function asException(error: unknown): Exception {
-  if (error instanceof Error) return error;
-  if (typeof error === "string") return error;
+function describeError(error: unknown): { name: string | undefined; message: string; stack: string | undefined; code: string | undefined } {
   if (error !== null && typeof error === "object") {
-    const { name, message, stack } = error as { name?: unknown; message?: unknown; stack?: unknown };
+    const { name, message, stack, code } = error as { name?: unknown; message?: unknown; stack?: unknown; code?: unknown };
     return {
-      ...(typeof name === "string" ? { name } : {}),
+      name: typeof name === "string" ? name : undefined,
       message: typeof message === "string" ? message : safeString(error),
-      ...(typeof stack === "string" ? { stack } : {}),
+      stack: typeof stack === "string" ? stack : undefined,
+      code: typeof code === "string" ? code : undefined,
     };
   }
-  return safeString(error);
+  return { name: undefined, message: safeString(error), stack: undefined, code: undefined };
 }
 
 function safeString(value: unknown): string {
