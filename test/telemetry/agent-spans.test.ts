@@ -35,7 +35,7 @@ describe.each(BACKENDS)("OpenTelemetry spans of agents on $name", (backend) => {
     // The run unloads while it waits for a person.
     await eventually(() => spans().named("run support").length === 1);
     await cairn.approvals.approve("ticket-42", pending!.toolCallId, { by: "ops" });
-    const out = await run.result<{ text: string }>();
+    const out = (await run.result()) as { text: string };
     expect(out.text).toContain("refunded");
     expect(refunds).toEqual([42]);
     expect(model.doGenerateCalls).toHaveLength(2);
