@@ -41,7 +41,14 @@ export interface RunTrace {
    * A durable operation acts live: its span (child of the enclosing operation's span, by `scope`,
    * or of the run's), or undefined for kinds not traced.
    */
-  operation(kind: StepKind, name: string, seq: number, identity: string, scope: string, spec: OperationTraceSpec<never> | undefined): OperationTrace | undefined;
+  operation(
+    kind: StepKind,
+    name: string,
+    seq: number,
+    identity: string,
+    scope: string,
+    spec: OperationTraceSpec<never> | undefined,
+  ): OperationTrace | undefined;
   /** An operation's record was replayed: no work, no span; counted on the run's span. */
   replayed(): void;
   /** The execution ended; `error` is the run's failure (or why it was let go). Called once. */

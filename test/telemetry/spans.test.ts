@@ -52,7 +52,13 @@ describe.each(BACKENDS)("OpenTelemetry spans on $name", (backend) => {
 
     const a = all.one("step a");
     expect(parentSpanId(a)).toBe(runs[0]!.spanContext().spanId);
-    expect(a.attributes).toMatchObject({ "cairn.run.id": "tree", "cairn.step.name": "a", "cairn.step.kind": "step", "cairn.step.seq": 0, "cairn.attempt": 1 });
+    expect(a.attributes).toMatchObject({
+      "cairn.run.id": "tree",
+      "cairn.step.name": "a",
+      "cairn.step.kind": "step",
+      "cairn.step.seq": 0,
+      "cairn.attempt": 1,
+    });
     const flaky = all.one("step flaky");
     expect(flaky.attributes["cairn.attempt"]).toBe(2);
     expect(parentSpanId(all.one("step inner"))).toBe(flaky.spanContext().spanId);
@@ -74,7 +80,9 @@ describe.each(BACKENDS)("OpenTelemetry spans on $name", (backend) => {
     const traceIds = new Set(all.all.map((s) => s.spanContext().traceId));
     expect(traceIds.size).toBe(1);
     // Each run's trace context is a row of its own.
-    const stored = await storeOf(cairn).select<{ run_id: string; traceparent: string }>("SELECT run_id, traceparent FROM cairn_trace_contexts ORDER BY run_id");
+    const stored = await storeOf(cairn).select<{ run_id: string; traceparent: string }>(
+      "SELECT run_id, traceparent FROM cairn_trace_contexts ORDER BY run_id",
+    );
     expect(stored.map((r) => r.run_id)).toEqual(["tree", "tree:5"]);
     expect(stored[0]!.traceparent).toBe(`00-${start.spanContext().traceId}-${start.spanContext().spanId}-01`);
   });

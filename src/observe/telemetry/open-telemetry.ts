@@ -241,10 +241,7 @@ class OpenTelemetryOperationTrace implements OperationTrace {
  */
 function failed(span: Span, error: unknown): void {
   const { name, message, stack, code } = describeError(error);
-  span.addEvent(
-    "exception",
-    defined({ "exception.type": name, "exception.message": message, "exception.stacktrace": stack, "cairn.error.code": code }),
-  );
+  span.addEvent("exception", defined({ "exception.type": name, "exception.message": message, "exception.stacktrace": stack, "cairn.error.code": code }));
   span.setStatus({ code: SpanStatusCode.ERROR, message });
 }
 
