@@ -160,6 +160,43 @@ describe.each(BACKENDS)("OpenTelemetry spans on $name", (backend) => {
     expect(parentSpanId(all.one("step c"))).toBe(runs[1]!.spanContext().spanId);
   });
 
+  it("a transaction and a fork are traced; a deleted run's trace context goes with it", async () => {
+    const { provider, spans } = otel.local();
+    const cairn = env.cairn(await env.database(), { tracerProvider: provider });
+    const wf = cairn.workflow("ledger", async (ctx) => {
+      const one = await ctx.step("one", () => 1);
+      const rows = await ctx.transaction("count", async (sql) => sql.query<{ n: number | string }>("SELECT count(*) AS n FROM cairn_runs"));
+      return one + Number(rows[0]!.n);
+    });
+    await cairn.launch();
+    expect(await (await wf.start(undefined, { id: "ledger-1" })).result()).toBe(2);
+    const original = spans().one("run ledger");
+    const txn = spans().one("transaction count");
+    expect(parentSpanId(txn)).toBe(original.spanContext().spanId);
+    expect(txn.attributes).toMatchObject({ "cairn.step.kind": "transaction", "cairn.step.seq": 1 });
+
+    // A fork has no start(): its first execution begins a trace of its own and stores it.
+    const fork = await cairn.fork("ledger-1", { fromSeq: 1, id: "ledger-fork" });
+    await fork.result();
+    const forkRun = spans()
+      .named("run ledger")
+      .find((s) => s.attributes["cairn.run.id"] === "ledger-fork")!;
+    expect(parentSpanId(forkRun)).toBeUndefined();
+    expect(forkRun.spanContext().traceId).not.toBe(original.spanContext().traceId);
+    expect(forkRun.attributes["cairn.run.replayed_operations"]).toBe(1);
+    const contexts = async () =>
+      (await storeOf(cairn).select<{ run_id: string; traceparent: string }>("SELECT run_id, traceparent FROM cairn_trace_contexts ORDER BY run_id")).map(
+        (r) => [r.run_id, r.traceparent.split("-")[1]],
+      );
+    expect(await contexts()).toEqual([
+      ["ledger-1", original.spanContext().traceId],
+      ["ledger-fork", forkRun.spanContext().traceId],
+    ]);
+
+    await cairn.runs.delete({ ids: ["ledger-1"] });
+    expect(await contexts()).toEqual([["ledger-fork", forkRun.spanContext().traceId]]);
+  });
+
   it("with no SDK configured nothing is traced and nothing is stored", async () => {
     const cairn = env.cairn(await env.database());
     const wf = cairn.workflow("plain", async (ctx) => ctx.step("a", () => 1));
