@@ -3,9 +3,9 @@ import type { RunRow, StepKind, StepRecord, WriteOp } from "../store/store.js";
 /**
  * The engine's tracing hooks: what a run tells a tracer about itself, as an interface the engine
  * declares and a layer above implements (the OpenTelemetry one is `observe/telemetry/`; the face
- * hands it to the executor). The engine never imports a tracing library, and a run whose tracer
- * says "not recording" (`open` returns undefined) costs one call and one `undefined` check per
- * operation.
+ * hands it to the executor). The engine never imports a tracing library. A run nothing records
+ * (`open` answers undefined: no SDK is configured) is not traced at all — its operations pay a few
+ * `undefined` checks — and tracing never fails a run: a trace that cannot be opened is skipped.
  *
  * What is traced is work done here, in this process: a run's execution (one span per time it is
  * loaded — a run that sleeps, waits or is taken over is loaded again, and each load is a span of
