@@ -1,4 +1,5 @@
 import { SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
+import { BasicTracerProvider } from "@opentelemetry/sdk-trace-base";
 import { describe, expect, it } from "vitest";
 import { TerminalError } from "../../src/index.js";
 import { storeOf } from "../../src/internal.js";
@@ -195,6 +196,24 @@ describe.each(BACKENDS)("OpenTelemetry spans on $name", (backend) => {
 
     await cairn.runs.delete({ ids: ["ledger-1"] });
     expect(await contexts()).toEqual([["ledger-fork", forkRun.spanContext().traceId]]);
+  });
+
+  it("a span processor that throws does not fail a run", async () => {
+    const broken = {
+      onStart: () => {
+        throw new Error("processor broke on start");
+      },
+      onEnd: () => {
+        throw new Error("processor broke on end");
+      },
+      forceFlush: async () => undefined,
+      shutdown: async () => undefined,
+    };
+    const cairn = env.cairn(await env.database(), { tracerProvider: new BasicTracerProvider({ spanProcessors: [broken] }) });
+    const wf = cairn.workflow("sturdy", async (ctx) => (await ctx.step("a", () => 1)) + (await ctx.child(child, 2).then((h) => h.result())));
+    const child = cairn.workflow("sturdy-child", async (ctx, n: number) => ctx.step("b", () => n));
+    await cairn.launch();
+    expect(await (await wf.start(undefined, { id: "sturdy-1" })).result()).toBe(3);
   });
 
   it("with no SDK configured nothing is traced and nothing is stored", async () => {

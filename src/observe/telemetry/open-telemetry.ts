@@ -69,6 +69,10 @@ export class OpenTelemetryTracing implements RunTracing {
   }
 
   starting(runId: string, workflow: string): WriteOp[] {
+    return safely(() => this.startSpan(runId, workflow), []);
+  }
+
+  private startSpan(runId: string, workflow: string): WriteOp[] {
     const tracer = this.tracer();
     if (tracer === undefined) return [];
     const span = tracer.startSpan(
@@ -82,7 +86,7 @@ export class OpenTelemetryTracing implements RunTracing {
   }
 
   open(run: Readonly<RunRow>, executorId: string, recorded: number): Promise<RunTrace> | undefined {
-    const tracer = this.tracer();
+    const tracer = safely(() => this.tracer(), undefined);
     if (tracer === undefined) return undefined;
     return this.openTraced(tracer, run, executorId, recorded);
   }
@@ -160,26 +164,28 @@ class OpenTelemetryRunTrace implements RunTrace {
     scope: string,
     spec: OperationTraceSpec<never> | undefined,
   ): OperationTrace | undefined {
-    if (spec === undefined && !TRACED_KINDS.has(kind)) return undefined;
-    const parent = (scope === "" ? undefined : this.scopes.get(scope)) ?? this.context;
-    const span = this.tracer.startSpan(
-      spec?.spanName ?? `${kind} ${name}`,
-      {
-        kind: spec?.client === true ? SpanKind.CLIENT : SpanKind.INTERNAL,
-        attributes: defined({
-          ...spec?.attributes,
-          "cairn.run.id": this.run.id,
-          "cairn.workflow": this.run.workflow,
-          "cairn.step.name": name,
-          "cairn.step.kind": kind,
-          "cairn.step.seq": seq,
-        }),
-      },
-      parent,
-    );
-    const own = trace.setSpan(parent, span);
-    this.scopes.set(identity, own);
-    return new OpenTelemetryOperationTrace(span, own, () => this.scopes.delete(identity));
+    return safely((): OperationTrace | undefined => {
+      if (spec === undefined && !TRACED_KINDS.has(kind)) return undefined;
+      const parent = (scope === "" ? undefined : this.scopes.get(scope)) ?? this.context;
+      const span = this.tracer.startSpan(
+        spec?.spanName ?? `${kind} ${name}`,
+        {
+          kind: spec?.client === true ? SpanKind.CLIENT : SpanKind.INTERNAL,
+          attributes: defined({
+            ...spec?.attributes,
+            "cairn.run.id": this.run.id,
+            "cairn.workflow": this.run.workflow,
+            "cairn.step.name": name,
+            "cairn.step.kind": kind,
+            "cairn.step.seq": seq,
+          }),
+        },
+        parent,
+      );
+      const own = trace.setSpan(parent, span);
+      this.scopes.set(identity, own);
+      return new OpenTelemetryOperationTrace(span, own, () => this.scopes.delete(identity));
+    }, undefined);
   }
 
   replayed(): void {
@@ -189,9 +195,11 @@ class OpenTelemetryRunTrace implements RunTrace {
   end(how: RunEnd, error?: unknown): void {
     if (this.ended) return;
     this.ended = true;
-    this.span.setAttributes({ "cairn.run.outcome": how, "cairn.run.replayed_operations": this.replayedOperations });
-    if (how === "failed" || how === "store-error") failed(this.span, error);
-    this.span.end();
+    safely(() => {
+      this.span.setAttributes({ "cairn.run.outcome": how, "cairn.run.replayed_operations": this.replayedOperations });
+      if (how === "failed" || how === "store-error") failed(this.span, error);
+      this.span.end();
+    }, undefined);
   }
 }
 
@@ -209,7 +217,7 @@ class OpenTelemetryOperationTrace implements OperationTrace {
   }
 
   carry(also: WriteOp[]): WriteOp[] {
-    const stored = formatTraceContext(this.span.spanContext());
+    const stored = safely(() => formatTraceContext(this.span.spanContext()), undefined);
     if (stored === undefined) return also;
     const rows = also.flatMap((op) => (op.type === "run" ? [traceContextRow(op.run.id, stored)] : []));
     return rows.length === 0 ? also : [...also, ...rows];
@@ -219,18 +227,20 @@ class OpenTelemetryOperationTrace implements OperationTrace {
     if (this.ended) return;
     this.ended = true;
     this.done();
-    if (how.attributes !== undefined) this.span.setAttributes(defined(how.attributes));
-    if (how.record !== undefined) {
-      this.span.setAttribute("cairn.attempt", how.record.attempts);
-      if (how.record.status === "failed") failed(this.span, how.error ?? (how.record.error === null ? undefined : errorFromText(how.record.error)));
-    } else if (how.error !== undefined) {
-      failed(this.span, how.error);
-    } else if (how.abandoned === true) {
-      // The run stopped here before the operation's record (lost, cancelled, unloaded): whoever
-      // runs it next does it again, under a span of its own.
-      this.span.setAttribute("cairn.step.abandoned", true);
-    }
-    this.span.end();
+    safely(() => {
+      if (how.attributes !== undefined) this.span.setAttributes(defined(how.attributes));
+      if (how.record !== undefined) {
+        this.span.setAttribute("cairn.attempt", how.record.attempts);
+        if (how.record.status === "failed") failed(this.span, how.error ?? (how.record.error === null ? undefined : errorFromText(how.record.error)));
+      } else if (how.error !== undefined) {
+        failed(this.span, how.error);
+      } else if (how.abandoned === true) {
+        // The run stopped here before the operation's record (lost, cancelled, unloaded): whoever
+        // runs it next does it again, under a span of its own.
+        this.span.setAttribute("cairn.step.abandoned", true);
+      }
+      this.span.end();
+    }, undefined);
   }
 }
 
@@ -263,6 +273,18 @@ function safeString(value: unknown): string {
     return String(value);
   } catch {
     return "unprintable error";
+  }
+}
+
+/**
+ * Tracing never fails a run: the API itself does not throw, but an SDK's span processor may (its
+ * `onStart`, `onEnd`), and a run must not pay for it. What fails is not traced.
+ */
+function safely<T>(fn: () => T, otherwise: T): T {
+  try {
+    return fn();
+  } catch {
+    return otherwise;
   }
 }
 
