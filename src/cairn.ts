@@ -43,6 +43,7 @@ export class Cairn {
 
   readonly #runtime: CairnRuntime;
   readonly #agentSettings: AgentSettings;
+  readonly #tracing: OpenTelemetryTracing;
 
   constructor(options: CairnOptions = {}) {
     // Checked before the store opens, so that a bad key leaves nothing open.
@@ -52,6 +53,7 @@ export class Cairn {
     const tracing = new OpenTelemetryTracing(options.tracerProvider, (): Store => runtime.store());
     const runtime: CairnRuntime = new CairnRuntime(options, { tracing });
     this.#runtime = runtime;
+    this.#tracing = tracing;
     this.#agentSettings = { approvalKey };
     // The agents layer brings its schema, tables, step kinds and hooks to the store through the
     // extension contract, before the store first migrates (on first use).
@@ -90,7 +92,9 @@ export class Cairn {
   agent(name: string, spec: AgentSpec | ToolLoopAgent<never, any, any>, options: CairnAgentOptions = {}): Agent {
     const full = isToolLoopAgent(spec) ? fromToolLoopAgent(name, spec, options) : spec;
     validateAgentSpec(name, full);
-    return this.#runtime.workflow(name, agentBody(full, this.#agentSettings));
+    const agent = this.#runtime.workflow(name, agentBody(full, this.#agentSettings));
+    this.#tracing.agent(name); // its runs are `invoke_agent` spans
+    return agent;
   }
 
   /** Migrates the database, registers this executor, and recovers or resumes every run it may. */

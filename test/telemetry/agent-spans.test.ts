@@ -33,7 +33,7 @@ describe.each(BACKENDS)("OpenTelemetry spans of agents on $name", (backend) => {
       return list.length > 0 ? list : undefined;
     });
     // The run unloads while it waits for a person.
-    await eventually(() => spans().named("run support").length === 1);
+    await eventually(() => spans().named("invoke_agent support").length === 1);
     await cairn.approvals.approve("ticket-42", pending!.toolCallId, { by: "ops" });
     const out = (await run.result()) as { text: string };
     expect(out.text).toContain("refunded");
@@ -41,8 +41,10 @@ describe.each(BACKENDS)("OpenTelemetry spans of agents on $name", (backend) => {
     expect(model.doGenerateCalls).toHaveLength(2);
 
     const all = spans();
-    const runs = all.named("run support");
+    const runs = all.named("invoke_agent support");
     expect(runs.map((r) => r.attributes["cairn.run.outcome"])).toEqual(["suspended", "succeeded"]);
+    for (const r of runs)
+      expect(r.attributes).toMatchObject({ "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support", "cairn.run.id": "ticket-42" });
     // Two model calls made, two spans: the first call's record was replayed after the approval.
     const chats = all.named("chat mock-model-id");
     expect(chats).toHaveLength(2);

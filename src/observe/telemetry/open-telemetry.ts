@@ -40,7 +40,8 @@ const TRACED_KINDS: ReadonlySet<string> = new Set(["step", "transaction", "child
  *
  *   start <workflow>       PRODUCER, in the caller's active context, at `start()`; its context is
  *    │                     stored with the run (cairn_trace_contexts) in the same commit
- *    ├ run <workflow>      CONSUMER, one per execution (a load: first run, wake-up, takeover)
+ *    ├ run <workflow>      CONSUMER, one per execution (a load: first run, wake-up, takeover);
+ *    │                     `invoke_agent <name>` for an agent's run
  *    │  ├ step <name>      each durable operation that acts live; nested ones under their step
  *    │  ├ chat <model>     a model call (CLIENT), GenAI attributes and token usage
  *    │  ├ execute_tool <t> a tool call
@@ -51,10 +52,17 @@ const TRACED_KINDS: ReadonlySet<string> = new Set(["step", "transaction", "child
  * (`cairn.run.replayed_operations`).
  */
 export class OpenTelemetryTracing implements RunTracing {
+  /** Workflows registered as agents (`cairn.agent`): their runs are GenAI `invoke_agent` spans. */
+  private readonly agents = new Set<string>();
+
   constructor(
     private readonly provider: TracerProvider | undefined,
     private readonly store: () => Store,
   ) {}
+
+  agent(workflow: string): void {
+    this.agents.add(workflow);
+  }
 
   /**
    * The tracer, or undefined while no SDK is configured. The global provider is asked each time
@@ -98,11 +106,14 @@ export class OpenTelemetryTracing implements RunTracing {
     );
     const remote = rows[0] === undefined ? undefined : parseTraceContext(rows[0]);
     const parent = remote === undefined ? ROOT_CONTEXT : trace.setSpanContext(ROOT_CONTEXT, remote);
+    const agent = this.agents.has(run.workflow);
     const span = tracer.startSpan(
-      `run ${run.workflow}`,
+      `${agent ? "invoke_agent" : "run"} ${run.workflow}`,
       {
         kind: SpanKind.CONSUMER,
         attributes: defined({
+          "gen_ai.operation.name": agent ? "invoke_agent" : undefined,
+          "gen_ai.agent.name": agent ? run.workflow : undefined,
           "cairn.run.id": run.id,
           "cairn.workflow": run.workflow,
           "cairn.executor": executorId,
