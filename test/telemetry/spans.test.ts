@@ -161,6 +161,33 @@ describe.each(BACKENDS)("OpenTelemetry spans on $name", (backend) => {
     expect(parentSpanId(all.one("step c"))).toBe(runs[1]!.spanContext().spanId);
   });
 
+  it("cairn.resume() of a failed run: the recorded steps are replayed without spans, the failed one is done again", async () => {
+    const { provider, spans } = otel.local();
+    const cairn = env.cairn(await env.database(), { tracerProvider: provider });
+    let broken = true;
+    const wf = cairn.workflow("fragile", async (ctx) => {
+      const a = await ctx.step("a", () => 1);
+      const b = await ctx.step("b", () => 2);
+      return a + b + (await ctx.step("c", () => (broken ? Promise.reject(new TerminalError("down")) : 3)));
+    });
+    await cairn.launch();
+    const run = await wf.start(undefined, { id: "fragile-1" });
+    await expect(run.result()).rejects.toThrow("down");
+    broken = false;
+    expect(await cairn.resume("fragile-1")).toBe(true);
+    expect(await run.result()).toBe(6);
+    const all = spans();
+    expect(all.named("step a")).toHaveLength(1);
+    expect(all.named("step b")).toHaveLength(1);
+    expect(all.named("step c").map((s) => s.status.code)).toEqual([SpanStatusCode.ERROR, SpanStatusCode.UNSET]);
+    const runs = all.named("run fragile");
+    expect(runs.map((r) => [r.attributes["cairn.run.outcome"], r.attributes["cairn.run.replayed_operations"]])).toEqual([
+      ["failed", 0],
+      ["succeeded", 2],
+    ]);
+    expect(new Set(all.all.map((s) => s.spanContext().traceId)).size).toBe(1);
+  });
+
   it("a transaction and a fork are traced; a deleted run's trace context goes with it", async () => {
     const { provider, spans } = otel.local();
     const cairn = env.cairn(await env.database(), { tracerProvider: provider });
