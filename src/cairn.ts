@@ -11,9 +11,11 @@ import { CairnRuntime, type CairnOptions, type ForkOptions, type SendOptions } f
 import type { RunHandle } from "./engine/run-handle.js";
 import type { Workflow, WorkflowOptions } from "./engine/workflow.js";
 import { attachRuntime } from "./internal.js";
+import { OpenTelemetryTracing } from "./observe/telemetry/open-telemetry.js";
+import { TELEMETRY_EXTENSION } from "./observe/telemetry/telemetry-extension.js";
 import type { DeletedRuns, RunDeleteFilter } from "./store/retention.js";
-import type { QueryResult } from "./store/store.js";
 import type { UiOptions, UiServer } from "./ui/host.js";
+import type { QueryResult, Store } from "./store/store.js";
 
 /**
  * Cairn: the durable engine with agents on top. It composes the layers — the runtime (store,
@@ -42,16 +44,22 @@ export class Cairn {
 
   readonly #runtime: CairnRuntime;
   readonly #agentSettings: AgentSettings;
+  readonly #tracing: OpenTelemetryTracing;
 
   constructor(options: CairnOptions = {}) {
     // Checked before the store opens, so that a bad key leaves nothing open.
     const approvalKey = approvalKeyBytes(options.approvalKey ?? (process.env.CAIRN_APPROVAL_KEY || undefined));
-    const runtime = new CairnRuntime(options);
+    // OpenTelemetry (observe/telemetry) reaches the engine through its tracing hooks; its table
+    // (each run's trace context) joins the store like the agents layer's.
+    const tracing = new OpenTelemetryTracing(options.tracerProvider, (): Store => runtime.store());
+    const runtime: CairnRuntime = new CairnRuntime(options, { tracing });
     this.#runtime = runtime;
+    this.#tracing = tracing;
     this.#agentSettings = { approvalKey };
     // The agents layer brings its schema, tables, step kinds and hooks to the store through the
     // extension contract, before the store first migrates (on first use).
     runtime.store().register(AGENTS_EXTENSION);
+    runtime.store().register(TELEMETRY_EXTENSION);
     attachRuntime(this, runtime);
     this.approvals = new Approvals({
       ready: () => runtime.readyStore(),
@@ -85,7 +93,9 @@ export class Cairn {
   agent(name: string, spec: AgentSpec | ToolLoopAgent<never, any, any>, options: CairnAgentOptions = {}): Agent {
     const full = isToolLoopAgent(spec) ? fromToolLoopAgent(name, spec, options) : spec;
     validateAgentSpec(name, full);
-    return this.#runtime.workflow(name, agentBody(full, this.#agentSettings));
+    const agent = this.#runtime.workflow(name, agentBody(full, this.#agentSettings));
+    this.#tracing.agent(name); // its runs are `invoke_agent` spans
+    return agent;
   }
 
   /** Migrates the database, registers this executor, and recovers or resumes every run it may. */

@@ -12,6 +12,7 @@ import { approvalTopic, awaitDecision } from "./approval-channel.js";
 import { IDEMPOTENCY_KEY } from "./idempotency.js";
 import { TOOL_CONTEXT } from "./tool-context.js";
 import { isolated, isolatedToolTarget } from "../engine/isolation/index.js";
+import { toolSpan } from "./gen-ai-spans.js";
 
 export type PermissionDecision = "allow" | "deny" | "approve";
 
@@ -203,6 +204,7 @@ function recordTool(
     fingerprint: fingerprintOf(input),
     execute: isolatedStep?.fn ?? (({ idempotencyKey, signal }) => execute(idempotencyKey, signal)),
     ...(isolatedStep === undefined ? {} : { options: isolatedStep.options }),
+    trace: toolSpan(name, options.toolCallId, status),
     alsoWrite: (outcome, seq): WriteOp[] => [
       {
         type: "insert",

@@ -27,6 +27,7 @@ import {
   type ProviderErrorRecord,
 } from "./provider-errors.js";
 import { modelCallReturned } from "./replayable-ids.js";
+import { generateSpan, streamSpan } from "./gen-ai-spans.js";
 import { decodeBody, encodeBody, recordedBodyForm, type BodyForm, type EncodedBody } from "./request-body.js";
 import { appendChunk, chunkOf, streamBand, streamChunkOps } from "./stream-chunks.js";
 import { sdk } from "./sdk.js";
@@ -187,6 +188,7 @@ export function recordedModel<M extends CairnLanguageModel>(run: DurableRun, giv
         name,
         fingerprint: promptFingerprint(params),
         options: stepOptions(params, () => false),
+        trace: generateSpan(model, params),
         execute: async ({ signal, seq }) => {
           recordedSeq = seq;
           chain = await admit();
@@ -262,6 +264,7 @@ export function recordedModel<M extends CairnLanguageModel>(run: DurableRun, giv
         name,
         fingerprint: promptFingerprint(params),
         options: stepOptions(params, () => delivered),
+        trace: streamSpan(model, params),
         execute: async ({ signal, seq, attempt }) => {
           liveCall = true;
           recordedSeq = seq;

@@ -22,6 +22,9 @@ export type WorkflowFunction = (ctx: WorkflowContext, input: never) => Promise<u
  * it learns it no longer owns the run.
  */
 export class RunExecution extends JournalCore implements WorkflowContext {
+  /** How many journal rows the run was loaded with (for its trace). */
+  private readonly recorded: number;
+
   constructor(
     host: ExecutionHost,
     run: RunRow,
@@ -30,15 +33,25 @@ export class RunExecution extends JournalCore implements WorkflowContext {
     replayStallMs = DEFAULT_REPLAY_STALL_MS,
   ) {
     super(host, run, journal, replayStallMs);
+    this.recorded = journal.length;
   }
 
   /** Runs the workflow to its end (or until it unloads) and records the outcome. */
   async execute(): Promise<void> {
+    const tracing = this.host.tracing;
+    if (tracing !== undefined) {
+      const trace = tracing.open(this.run, this.host.executorId, this.recorded);
+      const opened = trace instanceof Promise ? await trace.catch(() => undefined) : trace;
+      // Lost while the trace context was read (a cancel, a takeover): nothing ran here.
+      if (this.stopped) opened?.end("lost");
+      else this.trace = opened;
+    }
     this.armDeadline();
     if (!this.live()) return;
     let output: unknown;
     try {
-      output = await operationScopes.run(this.topScope, () => this.fn(this, fromStored(this.run.input) as never));
+      const body = () => operationScopes.run(this.topScope, () => this.fn(this, fromStored(this.run.input) as never));
+      output = await (this.trace === undefined ? body() : this.trace.within(body));
     } catch (error) {
       if (!this.stopped) await this.settle("failed", error);
       return;

@@ -9,6 +9,7 @@ import type { IsolationPool } from "../engine/isolation/pool.js";
 import { RunExecution, type ExecutionHost, type WorkflowFunction } from "../engine/run-execution.js";
 import { errorText } from "../store/value/index.js";
 import { setLongTimeout, type LongTimeout } from "../engine/long-timeout.js";
+import type { RunTracing } from "../engine/tracing.js";
 
 export interface ExecutorOptions {
   appVersion: string;
@@ -32,6 +33,8 @@ export interface ExecutorOptions {
   maintenance?: () => void;
   /** Where isolated steps run (the runtime's pool, closed by its shutdown). */
   isolation?: IsolationPool;
+  /** Where runs report their executions and operations (OpenTelemetry, through the face). */
+  tracing?: RunTracing;
 }
 
 /**
@@ -98,6 +101,10 @@ export class Executor implements ExecutionHost {
 
   get running(): boolean {
     return this.started;
+  }
+
+  get tracing(): RunTracing | undefined {
+    return this.options.tracing;
   }
 
   get loadedRunIds(): string[] {

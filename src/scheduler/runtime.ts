@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import type { TracerProvider } from "@opentelemetry/api";
 import { CairnError, CancelledError, InvalidSpecError, RunNotFoundError, TimeoutError } from "../errors.js";
 import { openStore } from "../store/open-store.js";
 import { TERMINAL_STATUSES, type QueryResult, type RunRow, type Store } from "../store/store.js";
@@ -15,6 +16,7 @@ import { RunHandle, type RunHost } from "../engine/run-handle.js";
 import { DEFAULT_REPLAY_STALL_MS, type WorkflowFunction } from "../engine/run-execution.js";
 import { errorText, fromStored, toStored } from "../store/value/index.js";
 import { Workflow, type WorkflowHost, type WorkflowOptions } from "../engine/workflow.js";
+import type { RunTracing } from "../engine/tracing.js";
 
 export interface CairnOptions {
   /** A SQLite file path (default "cairn.db", or $CAIRN_DATABASE) or a postgres:// URL. */
@@ -62,6 +64,12 @@ export interface CairnOptions {
   retention?: RetentionOptions;
   /** The warm pool isolated steps run in (`{ isolation: "process" }`, docs/isolation.md). Default `{ poolSize: 2 }`. */
   isolation?: IsolationPoolOptions;
+  /**
+   * Where Cairn's spans go (README, "OpenTelemetry"). Default: the global tracer provider of
+   * `@opentelemetry/api`, which records nothing until the application registers an SDK. Cairn never
+   * registers or replaces one.
+   */
+  tracerProvider?: TracerProvider;
 }
 
 export interface ForkOptions {
@@ -95,7 +103,11 @@ export class CairnRuntime implements WorkflowHost, RunHost {
   /** Isolated steps' processes: none until the first isolated step, all killed by `shutdown`. */
   private readonly isolation: IsolationPool;
 
-  constructor(options: CairnOptions = {}) {
+  private readonly tracing: RunTracing | undefined;
+
+  /** `layers.tracing`: the tracer runs report to (the face builds the OpenTelemetry one). */
+  constructor(options: CairnOptions = {}, layers: { tracing?: RunTracing } = {}) {
+    this.tracing = layers.tracing;
     this.database = options.database ?? process.env.CAIRN_DATABASE ?? "cairn.db";
     this.appVersion = options.appVersion ?? process.env.CAIRN_APP_VERSION ?? "default";
     this.clock = options.clock ?? systemClock;
@@ -123,6 +135,7 @@ export class CairnRuntime implements WorkflowHost, RunHost {
       maxRecoveryAttempts,
       onError: options.onError ?? ((error) => console.error("[cairn]", error)),
       ...(options.retention === undefined ? {} : { maintenance: () => this.retention?.tick() }),
+      ...(layers.tracing === undefined ? {} : { tracing: layers.tracing }),
     });
     this.retention =
       options.retention === undefined
@@ -219,6 +232,8 @@ export class CairnRuntime implements WorkflowHost, RunHost {
           forkedFromSeq: null,
         },
       },
+      // The caller's trace context, kept with the run (a second start of the same id keeps the first's).
+      ...(this.tracing?.starting(id, workflow) ?? []),
     ]);
     let row: RunRow | undefined;
     try {

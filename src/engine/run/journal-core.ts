@@ -284,7 +284,7 @@ export class JournalCore extends RunLifecycle {
       // The database failed under us: give the run back to the executor to load again later.
       if (!this.stopped) {
         this.stop(error);
-        this.host.released(this.runId, "store-error", error);
+        this.letGo("store-error", error);
       }
       return false;
     }

@@ -5,6 +5,7 @@ import type { AttemptHost } from "../attempts.js";
 import type { Clock } from "../clock.js";
 import type { CompletionOrder } from "../completion-order.js";
 import type { IsolationPool } from "../isolation/pool.js";
+import type { RunEnd, RunTrace, RunTracing } from "../tracing.js";
 
 /** What an execution needs from the executor that loaded it. */
 export interface ExecutionHost {
@@ -19,6 +20,8 @@ export interface ExecutionHost {
   wakeAt(time: number): void;
   /** The execution let go of its run: it finished, unloaded, lost its lease or hit a store error. */
   released(runId: string, reason: "settled" | "suspended" | "lost" | "store-error", error?: unknown, settled?: RunRow): void;
+  /** Where runs report their executions and live operations (OpenTelemetry, when configured). */
+  readonly tracing?: RunTracing;
 }
 
 /** A durable wait the run unloads on: a time, a message topic, a child's end. */
@@ -48,6 +51,8 @@ export abstract class RunLifecycle {
   /** Aborted when the run stops here for any reason: every step's signal follows it. */
   readonly stopSignal = new AbortController();
   readonly attemptHost: AttemptHost;
+  /** This execution's trace (tracing.ts), when something records it; set before the workflow runs. */
+  trace: RunTrace | undefined = undefined;
   /** The order outcomes are handed over in: closed when the run stops. */
   abstract readonly order: CompletionOrder;
   private readonly waits = new Map<number, Wait>();
@@ -80,7 +85,7 @@ export abstract class RunLifecycle {
   lost(): void {
     if (this.stopped) return;
     this.stop(new FencedError(`run ${this.runId} is no longer owned by this executor`, { runId: this.runId }));
-    this.host.released(this.runId, "lost");
+    this.letGo("lost");
   }
 
   /** Whether something other than durable waits keeps the run loaded (replay's bookkeeping). */
@@ -157,10 +162,10 @@ export abstract class RunLifecycle {
     try {
       await this.store.commit(this.fence, [{ type: "suspend", runId: this.runId, wait, at: this.clock.now() }]);
     } catch (error) {
-      this.host.released(this.runId, error instanceof FencedError ? "lost" : "store-error", error);
+      this.letGo(error instanceof FencedError ? "lost" : "store-error", error);
       return;
     }
-    this.host.released(this.runId, "suspended");
+    this.letGo("suspended");
     if (wait.wakeAt !== null) this.host.wakeAt(wait.wakeAt);
     this.host.poke();
   }
@@ -172,12 +177,14 @@ export abstract class RunLifecycle {
     this.order.close();
     let output: StoredValue | null = null;
     let error: string | null = null;
+    let failure: unknown = value;
     if (status === "succeeded") {
       try {
         output = toStored(value, `run ${this.runId} output`);
       } catch (unstorable) {
         status = "failed";
         error = errorText(unstorable);
+        failure = unstorable;
       }
     } else {
       error = errorText(value);
@@ -186,10 +193,11 @@ export abstract class RunLifecycle {
     try {
       await this.store.commit(this.fence, [{ type: "finish", runId: this.runId, status, output, error, at: this.clock.now() }]);
     } catch (failure) {
-      this.host.released(this.runId, failure instanceof FencedError ? "lost" : "store-error", failure);
+      this.letGo(failure instanceof FencedError ? "lost" : "store-error", failure);
       return;
     }
     const at = this.clock.now();
+    this.trace?.end(status, status === "failed" ? failure : undefined);
     this.host.released(this.runId, "settled", undefined, {
       ...this.run,
       status,
@@ -204,6 +212,12 @@ export abstract class RunLifecycle {
     if (this.run.parentId !== null) this.host.poke();
   }
 
+  /** Tells the executor (and the trace) that this execution let go of its run, unsettled. */
+  letGo(how: Exclude<RunEnd, "succeeded" | "failed">, error?: unknown): void {
+    this.trace?.end(how, error);
+    this.host.released(this.runId, how, error);
+  }
+
   protected stop(reason: unknown): void {
     this.stopped = true;
     this.order.close();
@@ -214,7 +228,7 @@ export abstract class RunLifecycle {
   storeFailed<T>(error: unknown): Promise<T> {
     if (!this.stopped) {
       this.stop(error);
-      this.host.released(this.runId, "store-error", error);
+      this.letGo("store-error", error);
     }
     return never();
   }

@@ -1,5 +1,6 @@
 import { RunNotFoundError } from "../../errors.js";
 import type { StepKind, StepRecord, StepRow } from "../../store/store.js";
+import type { OperationTrace, OperationTraceSpec } from "../tracing.js";
 import { never, type Began, type JournalCore } from "./journal-core.js";
 
 /**
@@ -41,6 +42,8 @@ export interface DurableOperation<Call, Work, T> {
   refused?(run: JournalCore, began: Began, call: Call, step: StepRecord, error: RunNotFoundError): Promise<T>;
   /** What the caller gets once the record is written (default: the work's result). */
   result?(run: JournalCore, began: Began, call: Call, work: Work): T;
+  /** What a layer above says of the operation's span (run/steps.ts: `OperationSpec.trace`). */
+  trace?(call: Call): OperationTraceSpec<Work> | undefined;
 }
 
 /** Runs one call of a durable operation through the skeleton (see DurableOperation). */
@@ -57,19 +60,35 @@ export async function perform<Call, Work, T>(
   if (began === null) return never();
   const row = began.row;
   if (row !== undefined && (op.pending === undefined || !op.pending(row))) {
+    // Replayed: no work was done, so no span (the run's span counts it).
+    run.trace?.replayed();
     const value = await run.replayed(row);
     return op.replayed === undefined ? (value as T) : op.replayed(run, began, call, value);
   }
   op.check?.(run, name, call);
   if (row === undefined && !(op.clears === false ? run.live() : await run.cleared(began))) return never();
-  if (op.record === undefined) return op.act(run, began, call) as Promise<T>;
+  const spec = run.trace === undefined ? undefined : op.trace?.(call);
+  const span = run.trace?.operation(kind, name, began.seq, began.identity, run.scope().identity, spec as OperationTraceSpec<never> | undefined);
+  if (op.record === undefined) {
+    if (span === undefined) return op.act(run, began, call) as Promise<T>;
+    const acting = Promise.resolve(span.within(() => op.act(run, began, call))) as Promise<T>;
+    acting.then(
+      () => span.end({}),
+      (error: unknown) => span.end({ error }),
+    );
+    return acting;
+  }
   run.active++;
+  let step: StepRecord | undefined;
+  let work: Work | Promise<Work> | undefined;
+  let unrecorded: unknown;
   try {
     began.startedAt = run.clock.now();
-    let work = op.act(run, began, call);
+    work = span === undefined ? op.act(run, began, call) : span.within(() => op.act(run, began, call));
     if (work instanceof Promise) work = await work;
     if (run.stopped) return never();
-    const step = op.record(run, began, call, work as Work);
+    step = op.record(run, began, call, work as Work);
+    if (span !== undefined && began.also !== null) began.also = span.carry(began.also);
     try {
       if (!(await run.writeAndDeliver(step, began.also, op.pokes === true))) return never();
     } catch (error) {
@@ -78,7 +97,17 @@ export async function perform<Call, Work, T>(
     }
     if (began.failed) throw began.thrown;
     return op.result === undefined ? (work as unknown as T) : op.result(run, began, call, work as Work);
+  } catch (error) {
+    if (step === undefined) unrecorded = error;
+    throw error;
   } finally {
     run.settleActive();
+    span?.end(
+      step !== undefined
+        ? { record: step, error: began.thrown, attributes: spec?.outcome?.(work as Work) }
+        : unrecorded !== undefined
+          ? { error: unrecorded }
+          : { abandoned: true },
+    );
   }
 }

@@ -6,6 +6,7 @@ import { runAttempts, type Outcome } from "../attempts.js";
 import { isolatedExecute, validateIsolation } from "../isolation/index.js";
 import type { StepCall, StepOptions } from "../context.js";
 import { operationScopes, type OperationScope } from "../replay-journal.js";
+import type { OperationTraceSpec } from "../tracing.js";
 import { never, type JournalCore } from "./journal-core.js";
 import { perform, type DurableOperation } from "./operation.js";
 
@@ -29,6 +30,8 @@ export interface OperationSpec<T> {
   /** Rows to commit together with the checkpoint (a model call's record, a budget charge). */
   alsoWrite?: (outcome: { ok: true; value: T } | { ok: false; error: unknown }, seq: number) => WriteOp[];
   onRecorded?: (value: T, seq: number, live: boolean) => void;
+  /** What the operation's span says when it acts live and a tracer records it (engine/tracing.ts). */
+  trace?: OperationTraceSpec<Outcome<T>>;
 }
 
 /** Read, never written: a step without options shares this one. */
@@ -76,6 +79,7 @@ const stepOperation: DurableOperation<OperationSpec<unknown>, Outcome<unknown>, 
     spec.onRecorded?.(value, began.seq, true);
     return value;
   },
+  trace: (spec) => spec.trace,
 };
 
 /**
