@@ -11,6 +11,14 @@ import { CairnRuntime, type CairnOptions, type ForkOptions, type SendOptions } f
 import type { RunHandle } from "./engine/run-handle.js";
 import type { Workflow, WorkflowOptions } from "./engine/workflow.js";
 import { attachRuntime } from "./internal.js";
+import {
+  SUPERVISION_EXTENSION,
+  Supervisors,
+  supervisorBody,
+  validateSupervisorSpec,
+  type ResolvedSpec,
+  type SupervisorSpec,
+} from "./supervision/index.js";
 import type { DeletedRuns, RunDeleteFilter } from "./store/retention.js";
 import type { QueryResult } from "./store/store.js";
 
@@ -39,7 +47,11 @@ export class Cairn {
     gc(): Promise<number>;
   };
 
+  /** Running supervisors: `startChild(supervisorRunId, input)` for a simple_one_for_one supervisor, from any process. */
+  readonly supervisors: Supervisors;
+
   readonly #runtime: CairnRuntime;
+  readonly #supervisorSpecs = new Map<string, ResolvedSpec>();
   readonly #agentSettings: AgentSettings;
 
   constructor(options: CairnOptions = {}) {
@@ -51,6 +63,13 @@ export class Cairn {
     // The agents layer brings its schema, tables, step kinds and hooks to the store through the
     // extension contract, before the store first migrates (on first use).
     runtime.store().register(AGENTS_EXTENSION);
+    runtime.store().register(SUPERVISION_EXTENSION);
+    this.supervisors = new Supervisors({
+      readyStore: () => runtime.readyStore(),
+      now: () => runtime.clock.now(),
+      poke: () => runtime.poke(),
+      specs: this.#supervisorSpecs,
+    });
     attachRuntime(this, runtime);
     this.approvals = new Approvals({
       ready: () => runtime.readyStore(),
@@ -85,6 +104,19 @@ export class Cairn {
     const full = isToolLoopAgent(spec) ? fromToolLoopAgent(name, spec, options) : spec;
     validateAgentSpec(name, full);
     return this.#runtime.workflow(name, agentBody(full, this.#agentSettings));
+  }
+
+  /**
+   * Registers a supervisor (OTP's supervisor, durably): a workflow whose runs start the children of
+   * `spec` in order and restart them by its strategy, restart types and intensity; children are
+   * workflows, agents or other supervisors. The spec is validated here (InvalidSpecError naming the
+   * field and value). Start it like any workflow: `await sup.start(undefined, { id })`.
+   */
+  supervisor(name: string, spec: SupervisorSpec): Workflow<undefined, never> {
+    const resolved = validateSupervisorSpec(name, spec, (workflow) => this.#supervisorSpecs.has(workflow.name));
+    const workflow = this.#runtime.workflow(name, supervisorBody(resolved));
+    this.#supervisorSpecs.set(name, resolved);
+    return workflow as Workflow<undefined, never>;
   }
 
   /** Migrates the database, registers this executor, and recovers or resumes every run it may. */

@@ -10,6 +10,7 @@ import {
   NotACairnDatabaseError,
   PermissionDeniedError,
   PoisonRunError,
+  SupervisorShutdownError,
   AiSdkUnavailableError,
   RetryableError,
   RunNotFoundError,
@@ -138,6 +139,7 @@ for (const cairnClass of [
   FencedError,
   PoisonRunError,
   AiSdkUnavailableError,
+  SupervisorShutdownError,
 ]) {
   register(cairnClass, {}, (message) => new cairnClass(message));
 }

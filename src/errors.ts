@@ -21,7 +21,8 @@ export type CairnErrorCode =
   | "NOT_A_CAIRN_DATABASE"
   | "FENCED"
   | "POISON_RUN"
-  | "AI_SDK_UNAVAILABLE";
+  | "AI_SDK_UNAVAILABLE"
+  | "SUPERVISOR_SHUTDOWN";
 
 export interface CairnErrorOptions {
   cause?: unknown;
@@ -154,4 +155,13 @@ export class PoisonRunError extends CairnError {
  */
 export class AiSdkUnavailableError extends CairnError {
   override readonly code = "AI_SDK_UNAVAILABLE";
+}
+
+/**
+ * A supervisor gave up (src/supervision/): its children restarted more often than its restart
+ * intensity allows, so it stopped them all and ended with OTP's reason `shutdown`. Its own
+ * supervisor handles that exit by its child spec; at the top of a tree the run is failed with it.
+ */
+export class SupervisorShutdownError extends CairnError {
+  override readonly code = "SUPERVISOR_SHUTDOWN";
 }

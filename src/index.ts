@@ -30,6 +30,7 @@ export {
   NotACairnDatabaseError,
   PermissionDeniedError,
   PoisonRunError,
+  SupervisorShutdownError,
   RetryableError,
   RunNotFoundError,
   TerminalError,
@@ -38,3 +39,4 @@ export {
   type CairnErrorCode,
 } from "./errors.js";
 export { registerErrorClass, type ErrorClass, type ErrorClassOptions } from "./error-registry.js";
+export type { BackoffSpec, ChildSpec, RestartType, Shutdown, Strategy, SupervisorSpec, StartChildOptions, Supervisors } from "./supervision/index.js";
