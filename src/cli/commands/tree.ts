@@ -3,7 +3,7 @@ import type { Command } from "../command.js";
 import { withReadStore } from "../database.js";
 import { treePrefix } from "../agent-tree.js";
 import { formatUsd } from "../agent-fields.js";
-import { print, printJson, table } from "../output.js";
+import { print, printJson, renderCell, table } from "../output.js";
 import { dim, status } from "../style.js";
 import { RunNotFoundError } from "../../errors.js";
 import { loadRunTree, type RunTreeNode } from "../../observe/agent-tree.js";
@@ -40,7 +40,7 @@ export function renderRunTree(nodes: readonly RunTreeNode[]): string {
     status(node.state),
     node.childId ?? dim("-"),
     node.childId === null ? dim("-") : String(node.restartCount),
-    node.lastExitReason ?? dim("-"),
+    node.lastExitReason === null ? dim("-") : renderCell(node.lastExitReason, 60),
     node.replacedBy === null ? "" : dim(`→ ${node.replacedBy}`),
     ...(agents ? [String(node.modelCalls), formatUsd(node.costUsd)] : []),
   ]);
