@@ -112,11 +112,11 @@ export class Cairn {
    * workflows, agents or other supervisors. The spec is validated here (InvalidSpecError naming the
    * field and value). Start it like any workflow: `await sup.start(undefined, { id })`.
    */
-  supervisor(name: string, spec: SupervisorSpec): Workflow<undefined, never> {
+  supervisor(name: string, spec: SupervisorSpec): Workflow<undefined, undefined> {
     const resolved = validateSupervisorSpec(name, spec, (workflow) => this.#supervisorSpecs.has(workflow.name));
     const workflow = this.#runtime.workflow(name, supervisorBody(resolved));
     this.#supervisorSpecs.set(name, resolved);
-    return workflow as Workflow<undefined, never>;
+    return workflow as Workflow<undefined, undefined>;
   }
 
   /** Migrates the database, registers this executor, and recovers or resumes every run it may. */

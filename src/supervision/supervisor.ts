@@ -1,5 +1,5 @@
 import { SupervisorShutdownError } from "../errors.js";
-import type { ChildExit, ChildHandle, SelectBranch, WorkflowContext } from "../engine/context.js";
+import { SHUTDOWN_TOPIC, type ChildExit, type ChildHandle, type SelectBranch, type WorkflowContext } from "../engine/context.js";
 import { decide, type Decision, type SupervisorContext } from "./decisions.js";
 import type { ResolvedChildSpec, ResolvedSpec, Shutdown } from "./spec.js";
 
@@ -55,7 +55,7 @@ export function abnormal(reason: string): boolean {
   return reason !== "normal" && reason !== "shutdown";
 }
 
-export function supervisorBody(spec: ResolvedSpec): (ctx: WorkflowContext, input: unknown) => Promise<never> {
+export function supervisorBody(spec: ResolvedSpec): (ctx: WorkflowContext, input: unknown) => Promise<undefined> {
   return (ctx) => new SupervisorRun(ctx as SupervisorContext, spec).run();
 }
 
@@ -71,7 +71,8 @@ class SupervisorRun {
     private readonly spec: ResolvedSpec,
   ) {}
 
-  async run(): Promise<never> {
+  /** Runs until cancelled, until it gives up (throws), or until its own supervisor asks it to stop (returns). */
+  async run(): Promise<undefined> {
     this.now = await this.ctx.now();
     if (this.spec.strategy !== "simple_one_for_one") {
       for (const spec of this.spec.children) this.children.push(this.child(spec, spec.input, `${this.ctx.runId}/${spec.id}`));
@@ -80,10 +81,12 @@ class SupervisorRun {
     }
     for (;;) {
       const live = this.children.filter((c) => c.handle !== null);
-      const branches: SelectBranch[] = [...live.map((c) => c.handle!), { topic: CONTROL_TOPIC }];
+      // Exits first, then a stop request from its own supervisor (OTP: exit(Sup, shutdown)), then control messages.
+      const branches: SelectBranch[] = [...live.map((c) => c.handle!), { topic: SHUTDOWN_TOPIC }, { topic: CONTROL_TOPIC }];
       const won = await this.ctx.select("watch", branches);
-      if (won.kind === "message") await this.control(won.value);
-      else if (won.kind === "child") await this.exited(live[won.key]!, won);
+      if (won.kind === "child") await this.exited(live[won.key]!, won);
+      else if (won.kind === "message" && won.topic === SHUTDOWN_TOPIC) return this.shutdown();
+      else if (won.kind === "message") await this.control(won.value);
     }
   }
 
@@ -180,7 +183,8 @@ class SupervisorRun {
     child.handle = null;
     const exit = await handle.cancel({ graceMs: graceMs(child.spec.shutdown) });
     this.now = await this.ctx.now();
-    const reason = exit.status === "cancelled" ? "shutdown" : exitReason(exit);
+    // Stopped on request (by the cancel, or by ending within the grace): OTP's reason `shutdown`.
+    const reason = exit.status === "failed" ? exitReason(exit) : "shutdown";
     await this.record({ event: "stop", childId: child.spec.id, childRunId: child.runId, reason, restartCount: child.restartCount });
     if (child.spec.restart === "temporary") await this.drop(child);
   }
@@ -188,6 +192,13 @@ class SupervisorRun {
   private async drop(child: Child): Promise<void> {
     this.children.splice(this.children.indexOf(child), 1);
     await this.record({ event: "drop", childId: child.spec.id, childRunId: child.runId, restartCount: child.restartCount });
+  }
+
+  /** Asked to stop by its own supervisor: stop every child (in reverse start order), then end. */
+  private async shutdown(): Promise<undefined> {
+    this.now = await this.ctx.now();
+    for (const other of [...this.children].reverse()) if (other.handle !== null) await this.stop(other);
+    return undefined;
   }
 
   /** Restart intensity exceeded: stop every child (in reverse start order) and end with reason `shutdown`. */

@@ -142,6 +142,32 @@ describe.each(BACKENDS)("supervisors on $name", (backend) => {
     expect((await decisions("s")).find((d) => d.event === "stop" && d.child_id === "a")!.reason).toBe("shutdown");
   });
 
+  it("stops a child supervisor (default shutdown infinity) by asking it: it stops its own children in reverse order, then ends", async () => {
+    const cairn = env.cairn(await env.database());
+    const { worker, events, status } = setup(cairn);
+    const inner = cairn.supervisor("inner", {
+      children: [
+        { id: "x", workflow: worker, input: { key: "x" }, shutdown: "brutal_kill" },
+        { id: "y", workflow: worker, input: { key: "y" }, shutdown: "brutal_kill" },
+      ],
+    });
+    const sup = cairn.supervisor("outer", {
+      strategy: "one_for_all",
+      intensity: 2,
+      children: [
+        { id: "inner", workflow: inner },
+        { id: "d", workflow: worker, input: { key: "d", failures: 1 } },
+      ],
+    });
+    await cairn.launch();
+    await sup.start(undefined, { id: "o" });
+    await eventually(async () => (await events("o")).includes("restart d"));
+    expect(await events("o")).toEqual(["start inner", "start d", "exit d", "stop inner", "restart inner", "restart d"]);
+    expect(await events("o/inner")).toEqual(["start x", "start y", "stop y", "stop x"]);
+    expect(await status("o/inner")).toBe("succeeded");
+    await eventually(async () => (await status("o/inner~1/y")) === "waiting");
+  });
+
   it("rest_for_one: restarts the crashed child and only the children started after it", async () => {
     const cairn = env.cairn(await env.database());
     const { worker, events, status } = setup(cairn);
