@@ -61,7 +61,8 @@ export interface ChildHandle<Output> {
    * - `graceMs` > 0 (OTP's timeout) or `Infinity` (OTP's `infinity`): the child is first asked to
    *   stop — a message on the reserved topic `cairn:shutdown` ({@link SHUTDOWN_TOPIC}), which its
    *   workflow can `ctx.select` on or `ctx.recv` to finish cleanly — and the parent waits durably for
-   *   the child to end, at most `graceMs`; then it cancels it as above.
+   *   the child to end, at most `graceMs`; then it cancels it as above. During the grace the child's
+   *   in-flight step is not disturbed (its result commits); its `signal` aborts only when the grace ends.
    *
    * Resolves with how the child ended: its own end within the grace period, or `cancelled`.
    *

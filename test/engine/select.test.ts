@@ -229,4 +229,37 @@ describe.each(BACKENDS)("cancelling one's own child on $name", (backend) => {
     const kinds = await storeOf(cairn).query("SELECT kind, name FROM cairn_steps WHERE run_id = 'p' ORDER BY seq");
     expect(kinds.rows.map((r) => r.kind)).toEqual(["child", "send", "select", "child-cancel"]);
   });
+
+  it("during a grace period the child's in-flight step is not aborted and its result commits; its signal aborts only if the grace ends first", async () => {
+    const clock = new ManualClock();
+    const db = await env.database();
+    const cairn = env.cairn(db, { clock });
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let abortedDuringStep: boolean | undefined;
+    const busy = cairn.workflow("busy", async (ctx) => {
+      await ctx.step("long", async ({ signal }) => {
+        await gate;
+        abortedDuringStep = signal.aborted;
+        return "long done";
+      });
+      await ctx.recv("never"); // does not listen for the shutdown request
+    });
+    const parent = cairn.workflow("parent", async (ctx) => {
+      const h = await ctx.child(busy, undefined, { id: "busy-1" });
+      return h.cancel({ graceMs: 10_000 });
+    });
+    await cairn.launch();
+    const run = await parent.start(undefined, { id: "p" });
+    await eventually(
+      async () => (await storeOf(cairn).query("SELECT status FROM cairn_steps WHERE run_id = 'p' AND kind = 'select'")).rows[0]?.status === "pending",
+    );
+    release();
+    await eventually(
+      async () => (await storeOf(cairn).query("SELECT status FROM cairn_steps WHERE run_id = 'busy-1' AND name = 'long'")).rows[0]?.status === "succeeded",
+    );
+    expect(abortedDuringStep).toBe(false);
+    clock.advance(10_000);
+    expect(((await run.result()) as { status: string }).status).toBe("cancelled");
+  });
 });
