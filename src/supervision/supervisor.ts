@@ -117,7 +117,14 @@ class SupervisorRun {
     this.now = await this.ctx.now();
     const child = this.child(template, m.input, m.id);
     this.children.push(child);
-    await this.start(child, "start", null);
+    try {
+      await this.start(child, "start", null);
+    } catch (error) {
+      // A request the supervisor cannot honour (an id another run already has) must not take the
+      // supervisor down: the child is dropped, and the refusal recorded. Replay refuses it the same way.
+      this.children.splice(this.children.indexOf(child), 1);
+      await this.record({ event: "drop", childId: template.id, childRunId: m.id, reason: `start failed: ${String(error)}`, restartCount: 0 });
+    }
   }
 
   private async exited(child: Child, exit: ChildExit): Promise<void> {

@@ -238,6 +238,13 @@ describe.each(BACKENDS)("supervisors on $name", (backend) => {
         .sort(),
     ).toEqual([first, second].sort());
     expect(rows.find((d) => d.event === "restart")).toMatchObject({ child_run_id: "p/j1~1", previous_run_id: "p/j1" });
+    // A request the supervisor cannot honour (the id of a run that is not its child) is refused and recorded; the supervisor lives on.
+    await worker.start({ key: "o", finish: true }, { id: "outsider" });
+    await other.supervisors.startChild("p", { key: "j3" }, { id: "outsider" });
+    await eventually(async () => (await decisions("p")).some((d) => d.event === "drop"));
+    expect((await decisions("p")).find((d) => d.event === "drop")!.reason).toMatch(/^start failed: InvalidSpecError/);
+    expect((await pool.start(undefined, { id: "p" })).id).toBe("p");
+    expect((await cairn.run("p").status()).status).not.toBe("failed");
     const notSimple = cairn.supervisor("plain", { children: [] });
     await notSimple.start(undefined, { id: "plain" });
     await expect(cairn.supervisors.startChild("plain", {})).rejects.toBeInstanceOf(InvalidSpecError);
