@@ -13,6 +13,14 @@ import type { Workflow, WorkflowOptions } from "./engine/workflow.js";
 import { attachRuntime } from "./internal.js";
 import { OpenTelemetryTracing } from "./observe/telemetry/open-telemetry.js";
 import { TELEMETRY_EXTENSION } from "./observe/telemetry/telemetry-extension.js";
+import {
+  SUPERVISION_EXTENSION,
+  Supervisors,
+  supervisorBody,
+  validateSupervisorSpec,
+  type ResolvedSpec,
+  type SupervisorSpec,
+} from "./supervision/index.js";
 import type { DeletedRuns, RunDeleteFilter } from "./store/retention.js";
 import type { UiOptions, UiServer } from "./ui/host.js";
 import type { QueryResult, Store } from "./store/store.js";
@@ -42,7 +50,11 @@ export class Cairn {
     gc(): Promise<number>;
   };
 
+  /** Running supervisors: `startChild(supervisorRunId, input)` for a simple_one_for_one supervisor, from any process. */
+  readonly supervisors: Supervisors;
+
   readonly #runtime: CairnRuntime;
+  readonly #supervisorSpecs = new Map<string, ResolvedSpec>();
   readonly #agentSettings: AgentSettings;
   readonly #tracing: OpenTelemetryTracing;
 
@@ -60,6 +72,13 @@ export class Cairn {
     // extension contract, before the store first migrates (on first use).
     runtime.store().register(AGENTS_EXTENSION);
     runtime.store().register(TELEMETRY_EXTENSION);
+    runtime.store().register(SUPERVISION_EXTENSION);
+    this.supervisors = new Supervisors({
+      readyStore: () => runtime.readyStore(),
+      now: () => runtime.clock.now(),
+      poke: () => runtime.poke(),
+      specs: this.#supervisorSpecs,
+    });
     attachRuntime(this, runtime);
     this.approvals = new Approvals({
       ready: () => runtime.readyStore(),
@@ -96,6 +115,19 @@ export class Cairn {
     const agent = this.#runtime.workflow(name, agentBody(full, this.#agentSettings));
     this.#tracing.agent(name); // its runs are `invoke_agent` spans
     return agent;
+  }
+
+  /**
+   * Registers a supervisor (OTP's supervisor, durably): a workflow whose runs start the children of
+   * `spec` in order and restart them by its strategy, restart types and intensity; children are
+   * workflows, agents or other supervisors. The spec is validated here (InvalidSpecError naming the
+   * field and value). Start it like any workflow: `await sup.start(undefined, { id })`.
+   */
+  supervisor(name: string, spec: SupervisorSpec): Workflow<undefined, undefined> {
+    const resolved = validateSupervisorSpec(name, spec, (workflow) => this.#supervisorSpecs.has(workflow.name));
+    const workflow = this.#runtime.workflow(name, supervisorBody(resolved));
+    this.#supervisorSpecs.set(name, resolved);
+    return workflow as Workflow<undefined, undefined>;
   }
 
   /** Migrates the database, registers this executor, and recovers or resumes every run it may. */

@@ -11,6 +11,7 @@ import {
   NotACairnDatabaseError,
   PermissionDeniedError,
   PoisonRunError,
+  SupervisorShutdownError,
   AiSdkUnavailableError,
   RetryableError,
   RunNotFoundError,
@@ -139,6 +140,7 @@ for (const cairnClass of [
   FencedError,
   PoisonRunError,
   AiSdkUnavailableError,
+  SupervisorShutdownError,
 ]) {
   register(cairnClass, {}, (message) => new cairnClass(message));
 }

@@ -22,7 +22,8 @@ export type CairnErrorCode =
   | "FENCED"
   | "POISON_RUN"
   | "AI_SDK_UNAVAILABLE"
-  | "ISOLATED_STEP_CRASHED";
+  | "ISOLATED_STEP_CRASHED"
+  | "SUPERVISOR_SHUTDOWN";
 
 export interface CairnErrorOptions {
   cause?: unknown;
@@ -198,4 +199,13 @@ export class IsolatedStepCrashedError extends CairnError {
     this.pid = crash.pid ?? null;
     this.stderrTail = crash.stderrTail ?? "";
   }
+}
+
+/**
+ * A supervisor gave up (src/supervision/): its children restarted more often than its restart
+ * intensity allows, so it stopped them all and ended with OTP's reason `shutdown`. Its own
+ * supervisor handles that exit by its child spec; at the top of a tree the run is failed with it.
+ */
+export class SupervisorShutdownError extends CairnError {
+  override readonly code = "SUPERVISOR_SHUTDOWN";
 }

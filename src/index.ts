@@ -7,6 +7,15 @@ export { MAX_NAME_LENGTH } from "./engine/names.js";
 export { Workflow, type StartOptions, type WorkflowOptions } from "./engine/workflow.js";
 export { RunHandle, type RunStatusInfo } from "./engine/run-handle.js";
 export type { BackoffOptions, ChildHandle, ChildOptions, ChildWorkflow, RecvOptions, StepCall, StepOptions, WorkflowContext } from "./engine/context.js";
+export {
+  SHUTDOWN_TOPIC,
+  type ChildCancelOptions,
+  type ChildExit,
+  type SelectBranch,
+  type SelectBranches,
+  type SelectKey,
+  type Selected,
+} from "./engine/context.js";
 export { systemClock, type Clock } from "./engine/clock.js";
 export type { StandardSchemaV1 } from "./engine/standard-schema.js";
 export type { QueryResult, RunStatus, SqlClient, StepKind, StepStatus } from "./store/store.js";
@@ -24,6 +33,7 @@ export {
   NotACairnDatabaseError,
   PermissionDeniedError,
   PoisonRunError,
+  SupervisorShutdownError,
   RetryableError,
   RunNotFoundError,
   TerminalError,
@@ -41,3 +51,4 @@ export {
   type IsolationOptions,
 } from "./engine/isolation/isolated.js";
 export type { IsolationPoolOptions } from "./engine/isolation/pool.js";
+export type { BackoffSpec, ChildSpec, RestartType, Shutdown, Strategy, SupervisorSpec, StartChildOptions, Supervisors } from "./supervision/index.js";

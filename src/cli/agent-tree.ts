@@ -40,7 +40,7 @@ export function renderAgentTree(tree: readonly AgentTreeRun[]): string {
 }
 
 /** `├─ ` / `└─ ` with `│  ` for the open levels above: the tree drawn in the RUN column. */
-function treePrefix(tree: readonly AgentTreeRun[], index: number): string {
+export function treePrefix(tree: readonly { depth: number }[], index: number): string {
   const run = tree[index]!;
   if (run.depth === 0) return "";
   let prefix = "";
@@ -52,7 +52,7 @@ function treePrefix(tree: readonly AgentTreeRun[], index: number): string {
 }
 
 /** Whether the ancestor of tree[index] at `level` (or the run itself) has no later sibling. */
-function isLastAt(tree: readonly AgentTreeRun[], index: number, level: number): boolean {
+function isLastAt(tree: readonly { depth: number }[], index: number, level: number): boolean {
   for (let j = index + 1; j < tree.length; j++) {
     const depth = tree[j]!.depth;
     if (depth < level) return true;

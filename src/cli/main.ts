@@ -16,6 +16,7 @@ import { runs } from "./commands/runs.js";
 import { send } from "./commands/send.js";
 import { show } from "./commands/show.js";
 import { sql } from "./commands/sql.js";
+import { tree } from "./commands/tree.js";
 import { why } from "./commands/why.js";
 import { ui } from "./commands/ui.js";
 import { databaseOf } from "./database.js";
@@ -23,7 +24,7 @@ import { commandHelp, overallHelp } from "./help.js";
 import { print } from "./output.js";
 
 const COMMANDS: readonly Command[] = [
-  ...[runs, show, why, sql, cancel, resume, fork, send, approvals, approve, deny, demo, mockLlm],
+  ...[runs, show, tree, why, sql, cancel, resume, fork, send, approvals, approve, deny, demo, mockLlm],
   ...[deleteCommand, gc],
   ui,
 ];

@@ -62,7 +62,50 @@ export interface ChildHandle<Output> {
    * parent's journal.
    */
   result(): Promise<Output>;
+  /**
+   * Cancels this child run (and its descendants) from inside the parent workflow, as OTP's
+   * supervisor stops a child by its `shutdown`. A durable operation of the parent (kind
+   * `child-cancel`): it takes a seq and is recorded once; on replay it does nothing again.
+   *
+   * - `graceMs` 0 (the default; OTP's `brutal_kill`): the child is cancelled at once — its in-flight
+   *   step's `signal` aborts and its next write is refused.
+   * - `graceMs` > 0 (OTP's timeout) or `Infinity` (OTP's `infinity`): the child is first asked to
+   *   stop — a message on the reserved topic `cairn:shutdown` ({@link SHUTDOWN_TOPIC}), which its
+   *   workflow can `ctx.select` on or `ctx.recv` to finish cleanly — and the parent waits durably for
+   *   the child to end, at most `graceMs`; then it cancels it as above. During the grace the child's
+   *   in-flight step is not disturbed (its result commits); its `signal` aborts only when the grace ends.
+   *
+   * Resolves with how the child ended: its own end within the grace period, or `cancelled`.
+   *
+   * Failure semantics: the shutdown request, the grace period's deadline and the cancel are each
+   * recorded; a crash of the parent's process mid-way resumes the wait with the recorded deadline
+   * (a restart never extends the grace) and cancels at most once (cancelling an ended run is a no-op).
+   */
+  cancel(options?: ChildCancelOptions): Promise<ChildExit>;
 }
+
+export interface ChildCancelOptions {
+  /** How long the child may take to stop after it is asked; 0 (default) cancels at once, Infinity waits for it. */
+  graceMs?: number;
+}
+
+/** The reserved topic a graceful `handle.cancel({ graceMs })` asks a child to stop on. */
+export const SHUTDOWN_TOPIC = "cairn:shutdown";
+
+/** How a child run ended, as a select or a cancel reports it: never thrown. */
+export type ChildExit = { childId: string; status: "succeeded"; value: unknown } | { childId: string; status: "failed" | "cancelled"; error: unknown };
+
+/**
+ * One branch of `ctx.select` / `ctx.race`: a child run's end (its handle), a message on a topic of
+ * this run's inbox, or a timer (`timeoutMs` from when the select first waits, or an absolute `until`).
+ */
+export type SelectBranch = ChildHandle<unknown> | { topic: string } | { timeoutMs: number } | { until: Date | number };
+
+/** The branch that won a select, under its key (the array index, or the object key). */
+export type Selected<K> = ({ key: K; kind: "child" } & ChildExit) | { key: K; kind: "message"; topic: string; value: unknown } | { key: K; kind: "timer" };
+
+export type SelectBranches = readonly SelectBranch[] | Readonly<Record<string, SelectBranch>>;
+export type SelectKey<B> = B extends readonly unknown[] ? number : Extract<keyof B, string>;
 
 export interface RecvOptions {
   /** Give up after this long and return undefined. Default: wait forever. */
@@ -160,6 +203,28 @@ export interface WorkflowContext {
    * stable across replays, so a crash never starts the child twice.
    */
   child<Input, Output>(workflow: ChildWorkflow<Input, Output>, input: Input, options?: ChildOptions): Promise<ChildHandle<Output>>;
+
+  /**
+   * Waits durably for the first of several events — a child run's end, a message on a topic, a
+   * timer — and returns which won, as `{ key, kind, ... }` (a child's failure is reported, not
+   * thrown). Among branches ready when the select looks, the first in listing order wins; otherwise
+   * the run unloads until one is (a message, the child's end or the earliest timer wakes it).
+   *
+   * Failure semantics: the winner is recorded as ONE journal entry (kind `select`), so replay
+   * returns the same winner whatever is ready by then. A winning message is consumed in the same
+   * transaction that records it (exactly once); a losing message stays in the inbox. Timers are
+   * measured from the select's first wait, whose deadlines are recorded then (a pending row), so a
+   * restart never extends them. A crash after the event but before the record looks again: the
+   * event is still there (a child's end is final, an unconsumed message stays), so the same or an
+   * earlier-listed branch wins — and once recorded, always that one. Children must be this run's own
+   * (`ctx.child`); call it from the workflow itself, not inside a step.
+   */
+  select<const B extends SelectBranches>(name: string, branches: B): Promise<Selected<SelectKey<B>>>;
+  /**
+   * `select`, unwrapped: the winning child's output (or its error thrown), the winning message's
+   * value, or a `TimeoutError` thrown when a timer wins. Same failure semantics as `select`.
+   */
+  race<T = unknown>(name: string, branches: SelectBranches): Promise<T>;
 
   /**
    * Lets code change under in-flight runs: returns true for runs that reach this point under the

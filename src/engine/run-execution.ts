@@ -1,10 +1,22 @@
 import type { RunRow, SqlClient, StepRow } from "../store/store.js";
 import { fromStored } from "../store/value/index.js";
-import type { ChildHandle, ChildOptions, ChildWorkflow, RecvOptions, StepCall, StepOptions, WorkflowContext } from "./context.js";
+import type {
+  ChildHandle,
+  ChildOptions,
+  ChildWorkflow,
+  RecvOptions,
+  SelectBranches,
+  SelectKey,
+  Selected,
+  StepCall,
+  StepOptions,
+  WorkflowContext,
+} from "./context.js";
 import { operationScopes } from "./replay-journal.js";
 import { child } from "./run/children.js";
 import { DEFAULT_REPLAY_STALL_MS, JournalCore, type ExecutionHost } from "./run/journal-core.js";
 import { recv, send, setEvent } from "./run/messages.js";
+import { race, select } from "./run/select.js";
 import { now, operation, patched, random, uuid, type OperationSpec } from "./run/steps.js";
 import { sleep, sleepUntil } from "./run/timers.js";
 import { transaction } from "./run/transactions.js";
@@ -111,6 +123,14 @@ export class RunExecution extends JournalCore implements WorkflowContext {
 
   child<Input, Output>(workflow: ChildWorkflow<Input, Output>, input: Input, options: ChildOptions = {}): Promise<ChildHandle<Output>> {
     return child(this, workflow, input, options);
+  }
+
+  select<const B extends SelectBranches>(name: string, branches: B): Promise<Selected<SelectKey<B>>> {
+    return select<SelectKey<B>>(this, name, branches);
+  }
+
+  race<T = unknown>(name: string, branches: SelectBranches): Promise<T> {
+    return race<T>(this, name, branches);
   }
 
   patched(name: string): Promise<boolean> {

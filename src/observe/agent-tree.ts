@@ -84,3 +84,105 @@ export async function loadAgentTree(store: ReadStore, run: RunRow): Promise<Agen
 export function agentTreeJson(tree: readonly AgentTreeRun[]): Record<string, unknown>[] {
   return tree.map((run) => ({ ...run }));
 }
+
+/**
+ * One run of a supervision and delegation tree (`cairn tree`): the runs under a root, each with its
+ * state, and for a supervised run its child spec id, the restarts of that spec before it, the last
+ * exit reason its supervisor saw (its own, or that of the run it replaced) and the run that replaced
+ * it; model calls and cost where the agents' tables exist.
+ */
+export interface RunTreeNode {
+  id: string;
+  workflow: string;
+  state: string;
+  parentId: string | null;
+  depth: number;
+  supervisorId: string | null;
+  childId: string | null;
+  restartCount: number;
+  lastExitReason: string | null;
+  replacedBy: string | null;
+  modelCalls: number;
+  costUsd: number;
+}
+
+interface RunTreeRow {
+  id: string;
+  workflow: string;
+  state: string;
+  parent_id: string | null;
+  parent_seq: unknown;
+  created_at: unknown;
+  supervisor_id: string | null;
+  child_id: string | null;
+  restart_count: unknown;
+  last_exit_reason: string | null;
+  replaced_by: string | null;
+  model_calls: unknown;
+  cost_usd: unknown;
+}
+
+/** Whether the supervision layer's tables (and its `cairn_tree` view) exist in this database. */
+export async function hasSupervisionTables(store: ReadStore): Promise<boolean> {
+  try {
+    const rows = await store.select("SELECT 1 AS ok FROM cairn_layer_migrations WHERE layer = 'supervision'");
+    return rows.length > 0;
+  } catch {
+    return false;
+  }
+}
+
+/** The run and every descendant, depth first in start order, as `cairn tree` and the `cairn_tree` view show them. */
+export async function loadRunTree(store: ReadStore, run: RunRow): Promise<RunTreeNode[]> {
+  const supervised = await hasSupervisionTables(store);
+  const agents = await hasAgentTables(store);
+  const rows = await store.select<RunTreeRow>(
+    `WITH RECURSIVE tree (id) AS (
+       SELECT id FROM cairn_runs WHERE id = $1
+       UNION ALL
+       SELECT r.id FROM cairn_runs r JOIN tree t ON r.parent_id = t.id
+     )
+     SELECT r.id, r.workflow, r.status AS state, r.parent_id, r.parent_seq, r.created_at,
+       ${supervised ? "v.supervisor_id, v.child_id, v.restart_count, v.last_exit_reason, v.replaced_by" : "NULL AS supervisor_id, NULL AS child_id, 0 AS restart_count, NULL AS last_exit_reason, NULL AS replaced_by"},
+       ${agents ? "c.model_calls, c.cost_usd" : "0 AS model_calls, 0 AS cost_usd"}
+     FROM tree t
+     JOIN cairn_runs r ON r.id = t.id
+     ${supervised ? "LEFT JOIN cairn_tree v ON v.run_id = r.id" : ""}
+     ${agents ? "LEFT JOIN cairn_costs c ON c.run_id = r.id AND c.root_id = $2" : ""}`,
+    [run.id, run.rootId],
+  );
+  const root = rows.find((r) => r.id === run.id);
+  if (root === undefined) return [];
+  const children = new Map<string, RunTreeRow[]>();
+  for (const row of rows) {
+    if (row.id === run.id || row.parent_id === null) continue;
+    children.set(row.parent_id, [...(children.get(row.parent_id) ?? []), row]);
+  }
+  const ordered: RunTreeNode[] = [];
+  const seen = new Set<string>();
+  const stack: { row: RunTreeRow; depth: number }[] = [{ row: root, depth: 0 }];
+  while (stack.length > 0) {
+    const { row, depth } = stack.pop()!;
+    if (seen.has(row.id)) continue;
+    seen.add(row.id);
+    ordered.push({
+      id: row.id,
+      workflow: row.workflow,
+      state: row.state,
+      parentId: row.parent_id,
+      depth,
+      supervisorId: row.supervisor_id,
+      childId: row.child_id,
+      restartCount: num(row.restart_count),
+      lastExitReason: row.last_exit_reason,
+      replacedBy: row.replaced_by,
+      modelCalls: num(row.model_calls),
+      costUsd: num(row.cost_usd),
+    });
+    const kids = (children.get(row.id) ?? []).sort(
+      (a, b) => num(a.parent_seq) - num(b.parent_seq) || num(a.created_at) - num(b.created_at) || a.id.localeCompare(b.id),
+    );
+    for (let i = kids.length - 1; i >= 0; i--) stack.push({ row: kids[i]!, depth: depth + 1 });
+  }
+  return ordered;
+}

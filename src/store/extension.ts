@@ -78,6 +78,9 @@ export const CORE_STEP_KINDS = [
   "random",
   "uuid",
   "patch",
+  // ctx.select / ctx.race (one record for the winner) and a child's cancel (src/engine/run/select.ts, children.ts)
+  "select",
+  "child-cancel",
 ] as const;
 
 /** Tables a layer may write that the core owns: a large value's payload is written with its row. */

@@ -28,6 +28,7 @@ import type {
   RunFilter,
   RunRow,
   RunStatus,
+  SelectRequest,
   StepRecord,
   StepRow,
 } from "./store.js";
@@ -179,6 +180,29 @@ export abstract class SqlStore<Tx> {
     const step: StepRecord = { ...base, status: "pending", output: { text: JSON.stringify(deadline), hash: null }, finishedAt: null };
     yield* act({ type: "writeStep", step });
     return { status: "waiting", deadline };
+  }
+
+  settleSelect<T>(fence: Fence, request: SelectRequest<T>): Promise<T> {
+    return this.transact(() => this.selectScript(fence, request));
+  }
+
+  private *selectScript<T>(fence: Fence, request: SelectRequest<T>): Script<T> {
+    if (!(yield* act<boolean>({ type: "fenceHolds", fence }))) throw fenced(fence);
+    const messages = new Map<string, { id: string; body: string }>();
+    for (const topic of request.topics) {
+      const [message] = yield* all<{ id: string; body: string }>(this.sql.inbox, [request.runId, topic]);
+      if (message !== undefined) messages.set(topic, message);
+    }
+    const children =
+      request.childRunIds.length === 0 ? [] : (yield* all<Raw>(this.sql.runsIn, [this.dialect.list([...request.childRunIds])])).map(toRunRow);
+    const decision = request.decide({ messages, children });
+    if (decision.step !== null) {
+      if (decision.consume !== null) {
+        yield* run(this.sql.consume, [`${request.runId}:${decision.step.seq}`, decision.step.startedAt, decision.consume]);
+      }
+      yield* act({ type: "writeStep", step: decision.step });
+    }
+    return decision.result;
   }
 
   cancelRun(runId: string, error: string, at: number): Promise<string[]> {

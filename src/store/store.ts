@@ -184,6 +184,23 @@ export interface ReceiveRequest {
   completion?: number | null;
 }
 
+/**
+ * A select's look at what it waits for (`ctx.select`, src/engine/run/select.ts), in one write
+ * transaction: the oldest unconsumed message on each topic and the rows of the child runs. `decide`
+ * (synchronous, engine code) picks a winner and returns the record to write and the message to
+ * consume with it, or null to write nothing.
+ */
+export interface SelectRequest<T> {
+  runId: string;
+  topics: readonly string[];
+  childRunIds: readonly string[];
+  decide(ready: { messages: ReadonlyMap<string, { id: string; body: string }>; children: readonly RunRow[] }): {
+    step: StepRecord | null;
+    consume: string | null;
+    result: T;
+  };
+}
+
 export type ReceiveResult = { status: "received"; text: string } | { status: "timed-out" } | { status: "waiting"; deadline: number | null };
 
 export interface ExecutorRow {
@@ -286,6 +303,12 @@ export interface Store {
   commit(fence: Fence | null, ops: WriteOp[]): Promise<void>;
   /** Consumes the oldest unconsumed message on the topic and records the step, in one transaction. */
   receive(fence: Fence, request: ReceiveRequest): Promise<ReceiveResult>;
+  /**
+   * Settles a select in one transaction under the fence: reads the inbox heads of its topics and
+   * its children's rows, lets `decide` pick, consumes the winning message (marked consumed by
+   * `runId:seq` of the record) and writes the record — or writes what `decide` says and nothing else.
+   */
+  settleSelect<T>(fence: Fence, request: SelectRequest<T>): Promise<T>;
   /**
    * Opens a transaction, lets `body` run SQL in it and build the step record, then writes the
    * record and commits both together (or neither).

@@ -24,6 +24,8 @@ const DOCUMENTED = [
   "send",
   "shutdown",
   "stream",
+  "supervisor",
+  "supervisors",
   "ui",
   "workflow",
 ];

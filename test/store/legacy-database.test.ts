@@ -103,6 +103,7 @@ describe.each(BACKENDS)("a database from before layers, on $name", (backend) => 
       "core 2 replay order",
       "core 3 executor-namespace-and-recovery-base",
       "core 4 retention",
+      "supervision 1 supervision",
       "telemetry 1 trace contexts",
     ]);
     const legacyList = await rows(backend, database, "SELECT version FROM cairn_migrations ORDER BY version");

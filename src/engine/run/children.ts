@@ -1,10 +1,12 @@
-import { InvalidSpecError, RunNotFoundError } from "../../errors.js";
+import { CancelledError, InvalidSpecError, RunNotFoundError } from "../../errors.js";
 import type { RunRow, StepRecord, StepRow, WriteOp } from "../../store/store.js";
-import { storedText, toStored } from "../../store/value/index.js";
-import type { ChildHandle, ChildOptions, ChildWorkflow } from "../context.js";
+import { errorFromText, errorText, storedText, toStored } from "../../store/value/index.js";
+import { SHUTDOWN_TOPIC, type ChildCancelOptions, type ChildExit, type ChildHandle, type ChildOptions, type ChildWorkflow } from "../context.js";
 import { validateRunId } from "../names.js";
 import { never, type Began, type JournalCore } from "./journal-core.js";
+import { sendReserved } from "./messages.js";
 import { perform, type DurableOperation } from "./operation.js";
+import { childExit, select } from "./select.js";
 
 /**
  * Child runs: `ctx.child` (the child's row committed with the parent's record of it, under an id
@@ -81,8 +83,57 @@ export function child<Input, Output>(
 }
 
 function handle<Output>(run: JournalCore, childId: string): ChildHandle<Output> {
-  return { id: childId, result: () => perform(run, resultOperation, undefined, "child-result", childId) as Promise<Output> };
+  const h: ChildHandle<Output> = {
+    id: childId,
+    result: () => perform(run, resultOperation, undefined, "child-result", childId) as Promise<Output>,
+    cancel: (options) => cancelChild(run, h, options ?? {}),
+  };
+  return h;
 }
+
+/**
+ * `handle.cancel({ graceMs })` (see ChildHandle.cancel): with a grace period, a shutdown request
+ * (a send on SHUTDOWN_TOPIC) and a select on the child's end against the grace's timer come first —
+ * each its own journal entry — and the cancel only if the child has not ended by then.
+ */
+async function cancelChild(run: JournalCore, child: ChildHandle<unknown>, options: ChildCancelOptions): Promise<ChildExit> {
+  const graceMs = options.graceMs ?? 0;
+  if (typeof graceMs !== "number" || Number.isNaN(graceMs) || graceMs < 0) {
+    throw new InvalidSpecError("graceMs", graceMs, `cancelling child ${child.id}: a number of milliseconds ≥ 0, or Infinity`);
+  }
+  if (graceMs > 0) {
+    await sendReserved(run, child.id, SHUTDOWN_TOPIC, { from: run.runId, graceMs: Number.isFinite(graceMs) ? graceMs : null });
+    const won = await select<number>(run, `shutdown:${child.id}`, Number.isFinite(graceMs) ? [child, { timeoutMs: graceMs }] : [child]);
+    if (won.kind === "child") {
+      const { key: _key, kind: _kind, ...exit } = won;
+      return exit;
+    }
+  }
+  return perform(run, cancelOperation, undefined, "child-cancel", child.id);
+}
+
+const cancelOperation: DurableOperation<undefined, ChildExit, ChildExit> = {
+  async act(run, began) {
+    const childId = began.name;
+    try {
+      const before = await run.store.getRun(childId);
+      if (before === undefined) throw new RunNotFoundError(childId);
+      if (before.parentId !== run.runId && (run.run.forkedFrom === null || before.parentId !== run.run.forkedFrom)) {
+        throw new InvalidSpecError("child", childId, `run ${run.runId} may cancel only its own children`);
+      }
+      const error = errorText(new CancelledError(`run ${childId} was cancelled by its parent ${run.runId}`, { runId: childId }));
+      const cancelled = await run.store.cancelRun(childId, error, run.clock.now());
+      // Stop the ones loaded in this process at once; other executors hear it from the store.
+      run.host.stopRuns?.(cancelled);
+      const after = await run.store.getRun(childId);
+      return (after === undefined ? null : childExit(after)) ?? { childId, status: "cancelled", error: errorFromText(error) };
+    } catch (error) {
+      if (error instanceof InvalidSpecError || error instanceof RunNotFoundError) throw error;
+      return run.storeFailed(error);
+    }
+  },
+  record: (run, began, _call, exit) => run.record(began, run.clock.now(), { output: toStored(exit, run.where(began.seq, began.name)) }, 1),
+};
 
 const resultOperation: DurableOperation<undefined, unknown, unknown> = {
   validate: (run, childId) => run.refuseNestedWait("a child's result()", childId),

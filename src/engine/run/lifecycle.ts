@@ -18,6 +18,8 @@ export interface ExecutionHost {
   poke(): void;
   /** An unloaded run wants waking at `time`. */
   wakeAt(time: number): void;
+  /** Runs this execution cancelled (its children): stop those loaded here at once (the executor's `stopRuns`). */
+  stopRuns?(runIds: string[]): void;
   /** The execution let go of its run: it finished, unloaded, lost its lease or hit a store error. */
   released(runId: string, reason: "settled" | "suspended" | "lost" | "store-error", error?: unknown, settled?: RunRow): void;
   /** Where runs report their executions and live operations (OpenTelemetry, when configured). */
@@ -29,6 +31,9 @@ export interface Wait {
   wakeAt: number | null;
   topic: string | null;
   childRunId: string | null;
+  /** A select waits for the first of several: every topic and child it names wakes it. */
+  topics?: readonly string[];
+  childRunIds?: readonly string[];
 }
 
 /** A promise that never settles: what a stopped run's pending operations return. */
@@ -155,8 +160,8 @@ export abstract class RunLifecycle {
     if (this.run.deadlineAt !== null) times.push(this.run.deadlineAt);
     const wait = {
       wakeAt: times.length === 0 ? null : Math.min(...times),
-      topics: waits.flatMap((w) => (w.topic === null ? [] : [w.topic])),
-      childRunIds: waits.flatMap((w) => (w.childRunId === null ? [] : [w.childRunId])),
+      topics: waits.flatMap((w) => [...(w.topic === null ? [] : [w.topic]), ...(w.topics ?? [])]),
+      childRunIds: waits.flatMap((w) => [...(w.childRunId === null ? [] : [w.childRunId]), ...(w.childRunIds ?? [])]),
     };
     this.stopSignal.abort(new FencedError("run unloaded while it waits"));
     try {

@@ -23,31 +23,44 @@ const sendOperation: DurableOperation<Send, undefined, void> = {
     validateTopic(topic);
     assertUserSend(topic);
   },
-  act: () => undefined,
-  record(run, began, send) {
-    const message: WriteOp = {
-      type: "message",
-      message: {
-        id: `${run.runId}:${began.seq}`,
-        runId: send.runId,
-        topic: began.name,
-        body: toStored(send.value, run.where(began.seq, began.name)),
-        sender: run.runId,
-        createdAt: began.startedAt,
-      },
-    };
-    began.also = [message];
-    return run.record(began, began.startedAt, { output: toStored(send.runId, "") }, 1);
-  },
-  pokes: true,
-  async refused(run, began, _send, step, error) {
-    // The destination does not exist: the commit applied nothing; the refusal is the send's outcome.
-    run.order.release(step.completion ?? -1);
-    const failed = run.record(began, began.startedAt, { error }, 1);
-    if (!(await run.writeAndDeliver(failed))) return never();
-    throw error;
-  },
+  ...sendParts(),
 };
+
+/** The engine's own sends on a reserved topic (a child's shutdown request): the same, without the user's check. */
+const reservedSendOperation: DurableOperation<Send, undefined, void> = sendParts();
+
+export function sendReserved(run: JournalCore, runId: string, topic: string, value: unknown): Promise<void> {
+  return perform(run, reservedSendOperation, { runId, value }, "send", topic);
+}
+
+function sendParts(): DurableOperation<Send, undefined, void> {
+  return {
+    act: () => undefined,
+    record(run, began, send) {
+      const message: WriteOp = {
+        type: "message",
+        message: {
+          id: `${run.runId}:${began.seq}`,
+          runId: send.runId,
+          topic: began.name,
+          body: toStored(send.value, run.where(began.seq, began.name)),
+          sender: run.runId,
+          createdAt: began.startedAt,
+        },
+      };
+      began.also = [message];
+      return run.record(began, began.startedAt, { output: toStored(send.runId, "") }, 1);
+    },
+    pokes: true,
+    async refused(run, began, _send, step, error) {
+      // The destination does not exist: the commit applied nothing; the refusal is the send's outcome.
+      run.order.release(step.completion ?? -1);
+      const failed = run.record(began, began.startedAt, { error }, 1);
+      if (!(await run.writeAndDeliver(failed))) return never();
+      throw error;
+    },
+  };
+}
 
 export function send(run: JournalCore, runId: string, topic: string, value: unknown): Promise<void> {
   return perform(run, sendOperation, { runId, value }, "send", topic);
