@@ -13,6 +13,7 @@ import type { Workflow, WorkflowOptions } from "./engine/workflow.js";
 import { attachRuntime } from "./internal.js";
 import type { DeletedRuns, RunDeleteFilter } from "./store/retention.js";
 import type { QueryResult } from "./store/store.js";
+import type { QueueOptions } from "./scheduler/queue-spec.js";
 
 /**
  * Cairn: the durable engine with agents on top. It composes the layers — the runtime (store,
@@ -85,6 +86,15 @@ export class Cairn {
     const full = isToolLoopAgent(spec) ? fromToolLoopAgent(name, spec, options) : spec;
     validateAgentSpec(name, full);
     return this.#runtime.workflow(name, agentBody(full, this.#agentSettings));
+  }
+
+  /**
+   * Declares a queue, kept in `cairn_queues`: its limits (concurrency, per-executor concurrency,
+   * per-partition concurrency, rate limit), priorities and dispatch policy. Enqueue runs on it with
+   * `workflow.enqueue(name, input, options)`. See README, "Queues".
+   */
+  queue(name: string, options: QueueOptions = {}): void {
+    this.#runtime.queue(name, options);
   }
 
   /** Migrates the database, registers this executor, and recovers or resumes every run it may. */
