@@ -240,6 +240,9 @@ export class Executor implements ExecutionHost {
       }
     } else {
       this.storeFailures.delete(runId);
+      // A run that ended or went to sleep may have freed a queue's slot: dispatch again now rather
+      // than at the next poll.
+      if (reason !== "lost" && this.options.queues?.declared === true) this.poke();
     }
     this.notifyRunChange(runId, settled);
   }

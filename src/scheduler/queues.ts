@@ -68,6 +68,11 @@ export class Queues {
     return spec;
   }
 
+  /** Whether any queue is declared in this process. */
+  get declared(): boolean {
+    return this.specs.size > 0;
+  }
+
   get(name: string): QueueSpec | undefined {
     return this.specs.get(name);
   }
