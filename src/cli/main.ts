@@ -17,6 +17,8 @@ import { send } from "./commands/send.js";
 import { show } from "./commands/show.js";
 import { sql } from "./commands/sql.js";
 import { why } from "./commands/why.js";
+import { executors } from "./commands/executors.js";
+import { queues } from "./commands/queues.js";
 import { databaseOf } from "./database.js";
 import { commandHelp, overallHelp } from "./help.js";
 import { print } from "./output.js";
@@ -24,6 +26,7 @@ import { print } from "./output.js";
 const COMMANDS: readonly Command[] = [
   ...[runs, show, why, sql, cancel, resume, fork, send, approvals, approve, deny, demo, mockLlm],
   ...[deleteCommand, gc],
+  ...[executors, queues],
 ];
 
 /** Runs the CLI on `argv` (without `node main.js`) and returns the exit code. */

@@ -48,13 +48,16 @@ describe.each(BACKENDS)("queue runs survive a SIGKILLed executor on $name", (bac
     submitter.queue("work", { workerConcurrency: 6 });
     const job = submitter.workflow("job", async (_ctx, n: number) => n * 2);
     try {
+      // The whole backlog first, so the kill lands in the middle of it.
+      for (let i = 0; i < RUNS; i += 50) {
+        await Promise.all(Array.from({ length: Math.min(50, RUNS - i) }, (_, j) => job.enqueue("work", i + j, { id: `run-${i + j}` })));
+      }
       const workers = Array.from({ length: backend.name === "postgres" ? 3 : 2 }, () => worker(db, ledger));
-      await eventually(() => workers.every((w) => w.out.lines.some((l) => l.startsWith("launched "))), 20_000);
-      for (let i = 0; i < RUNS; i++) await job.enqueue("work", i, { id: `run-${i}` });
 
-      // Kill the first worker while it is in the middle of runs: some of its step "a" done, "b" not.
+      // Kill the first worker a third of the way through its share, in the middle of runs.
       const victim = workers[0]!;
-      await eventually(() => victim.out.lines.filter((l) => l.startsWith("done ")).length >= Math.min(10, RUNS / 6), 30_000);
+      const share = Math.max(4, Math.floor((2 * RUNS) / workers.length / 3));
+      await eventually(() => victim.out.lines.filter((l) => l.startsWith("done ")).length >= share, 60_000);
       victim.child.kill("SIGKILL");
       const killedAt = Date.now();
 
