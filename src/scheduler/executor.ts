@@ -130,7 +130,9 @@ export class Executor implements ExecutionHost {
     const maintenance = this.options.maintenance;
     if (maintenance !== undefined) this.timers.push(setInterval(maintenance, this.options.pollIntervalMs));
     for (const timer of this.timers) timer.unref();
-    await this.claimPass(true);
+    // One pass, not the loop: with queues, peers' dispatches keep asking for another pass (NOTIFY),
+    // and launch() must return while work flows; the passes asked for run right after.
+    await this.claimPass(true, true);
   }
 
   /**
@@ -249,7 +251,7 @@ export class Executor implements ExecutionHost {
 
   // ---- claiming ---------------------------------------------------------------------------------
 
-  private async claimPass(periodic: boolean): Promise<void> {
+  private async claimPass(periodic: boolean, once = false): Promise<void> {
     if (!this.started || this.claiming) return;
     this.claiming = true;
     try {
@@ -306,11 +308,12 @@ export class Executor implements ExecutionHost {
         }
         const next = await this.store.nextWakeAt(this.options.recoverAllVersions ? null : this.options.appVersion);
         if (next !== null) this.wakeAt(next);
-      } while (this.claimAgain && this.started);
+      } while (this.claimAgain && this.started && !once);
     } catch (error) {
       if (this.started) this.options.onError(error);
     } finally {
       this.claiming = false;
+      if (once && this.claimAgain) this.poke();
     }
   }
 

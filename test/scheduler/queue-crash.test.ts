@@ -58,7 +58,7 @@ describe.each(BACKENDS)("queue runs survive a SIGKILLed executor on $name", (bac
       // Kill the first worker once it has done some steps and holds runs: in the middle of them.
       const victim = workers[0]!;
       const share = 2;
-      const launched = await eventually(() => victim.out.lines.find((l) => l.startsWith("launched ")));
+      const launched = await eventually(() => victim.out.lines.find((l) => l.startsWith("launched ")), 30_000);
       const victimId = launched.slice("launched ".length);
       const holding = async () => {
         const { rows } = await submitter.query("SELECT COUNT(*) AS n FROM cairn_runs WHERE executor_id = $1 AND status = 'running'", [victimId]);

@@ -103,6 +103,8 @@ describe.each(BACKENDS)("a database from before layers, on $name", (backend) => 
       "core 2 replay order",
       "core 3 executor-namespace-and-recovery-base",
       "core 4 retention",
+      "core 5 executor-capacity",
+      "queues 1 queues",
     ]);
     const legacyList = await rows(backend, database, "SELECT version FROM cairn_migrations ORDER BY version");
     expect(legacyList.map((r) => Number(r.version))).toEqual([1, 2, 3, 4, 5, 6]);
