@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import type { RunHandle } from "../../src/index.js";
 import { runtimeOf } from "../../src/internal.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
@@ -17,7 +18,7 @@ describe.each(BACKENDS)("scheduler CLI on $name", (backend) => {
     const gate = new Promise<void>((resolve) => (release = resolve));
     const job = cairn.workflow("job", async (ctx, n: number) => ctx.step("s", async () => (await gate, n)));
     await cairn.launch();
-    const handles = [];
+    const handles: RunHandle<unknown>[] = [];
     for (let i = 0; i < 3; i++) handles.push(await job.enqueue("emails", i));
     const started = await job.start(9);
     await eventually(async () => (await handles[0]!.status()).status === "running");

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import type { RunHandle } from "../../src/index.js";
 import { InvalidSpecError } from "../../src/index.js";
 import { ManualClock } from "../../src/testing/index.js";
 import { runtimeOf } from "../../src/internal.js";
@@ -24,7 +25,7 @@ describe.each(BACKENDS)("queue limits on $name", (backend) => {
   }
 
   async function enqueueAll(job: Awaited<ReturnType<typeof fleet>>["cairns"][number]["job"], inputs: { key?: string }[], options = {}) {
-    const handles = [];
+    const handles: RunHandle<unknown>[] = [];
     for (const input of inputs) handles.push(await job.enqueue("q", input, options));
     return Promise.all(handles.map((h) => h.result()));
   }
@@ -54,7 +55,7 @@ describe.each(BACKENDS)("queue limits on $name", (backend) => {
   it("per-key concurrency: one run per partition key at once, keys side by side", async () => {
     const { ledger, cairns } = await fleet(1, { partitionBy: { concurrency: 1 } }, 30);
     const inputs = Array.from({ length: 9 }, (_, i) => ({ key: ["a", "b", "c"][i % 3]! }));
-    const handles = [];
+    const handles: RunHandle<unknown>[] = [];
     for (const input of inputs) handles.push(await cairns[0]!.job.enqueue("q", input, { partitionKey: input.key }));
     await Promise.all(handles.map((h) => h.result()));
     for (const key of ["a", "b", "c"]) expect(ledger.maxOverlap((e) => e.key === key)).toBe(1);
@@ -80,7 +81,7 @@ describe.each(BACKENDS)("queue limits on $name", (backend) => {
     const job = ledger.workflow(cairn, "job", "e0", 1);
     const priorities = [5, 1, 4, 0, 3, 2];
     // Enqueued before the executor starts: every run waits, and dispatch alone decides the order.
-    const handles = [];
+    const handles: RunHandle<unknown>[] = [];
     for (const priority of priorities) handles.push(await job.enqueue("q", { key: String(priority) }, { priority }));
     await cairn.launch();
     await Promise.all(handles.map((h) => h.result()));
@@ -129,7 +130,7 @@ describe.each(BACKENDS)("queue limits on $name", (backend) => {
     const cairn = env.cairn(db, { pollIntervalMs: 50 });
     cairn.queue("q", { concurrency: 2, partitionBy: { key: (input) => (input as { key: string }).key } });
     const job = ledger.workflow(cairn, "job", "e0", 5);
-    const handles = [];
+    const handles: RunHandle<unknown>[] = [];
     for (let i = 0; i < 40; i++) handles.push(await job.enqueue("q", { key: "heavy" }));
     for (let i = 0; i < 3; i++) handles.push(await job.enqueue("q", { key: "light" }));
     await cairn.launch();

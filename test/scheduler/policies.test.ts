@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import type { RunHandle } from "../../src/index.js";
 import type { Cairn, CairnOptions } from "../../src/index.js";
 import { ManualClock } from "../../src/testing/index.js";
 import { runtimeOf } from "../../src/internal.js";
@@ -44,7 +45,7 @@ describe.each(BACKENDS)("dispatch policies on $name", (backend) => {
     const { opened, release } = gate();
     const [small, big] = await executors({ policy: "least_loaded" }, [{ maxConcurrentRuns: 3 }, { maxConcurrentRuns: 6 }], opened);
     // Enqueued by the small one, which dispatches: FIFO would keep them; least-loaded sends them on.
-    const handles = [];
+    const handles: RunHandle<unknown>[] = [];
     for (let i = 0; i < 4; i++) handles.push(await small!.job.enqueue("q", i));
     const rows = await decisions(small!.cairn, 4);
     // Free capacity: big 6,5,4 > small 3, then 3 = 3 (a tie, by id).
@@ -57,7 +58,7 @@ describe.each(BACKENDS)("dispatch policies on $name", (backend) => {
   it("fifo: the oldest run first, to the dispatching executor while it has room", async () => {
     const { opened, release } = gate();
     const [only] = await executors({ concurrency: 1 }, [{}], opened);
-    const handles = [];
+    const handles: RunHandle<unknown>[] = [];
     for (let i = 0; i < 3; i++) handles.push(await only!.job.enqueue("q", i));
     release();
     await Promise.all(handles.map((h) => h.result()));
@@ -77,7 +78,7 @@ describe.each(BACKENDS)("dispatch policies on $name", (backend) => {
       ],
       opened,
     );
-    const handles = [];
+    const handles: RunHandle<unknown>[] = [];
     for (const key of ["eu", "us", "eu", "us"]) handles.push(await eu!.job.enqueue("q", 0, { partitionKey: key }));
     const asia = await eu!.job.enqueue("q", 0, { partitionKey: "asia" });
     const rows = await decisions(eu!.cairn, 4);
@@ -98,7 +99,7 @@ describe.each(BACKENDS)("dispatch policies on $name", (backend) => {
     cairn.queue("q", { concurrency: 1, policy: { sql: "SELECT run_id, executor_id FROM candidates ORDER BY enqueued_at DESC, run_id DESC" } });
     const order: number[] = [];
     const job = cairn.workflow("job", async (ctx, n: number) => ctx.step("s", async () => (await opened, order.push(n))));
-    const handles = [];
+    const handles: RunHandle<unknown>[] = [];
     for (let i = 0; i < 4; i++) handles.push(await job.enqueue("q", i));
     await cairn.launch();
     release();
