@@ -8,11 +8,14 @@ import type { SqlDialect } from "../store/dialect.js";
  *
  * Parameters of `next`: $1 queue, $2 now, $3 the dispatching executor, $4 the oldest heartbeat
  * that still counts as alive (now − lease).
+ *
+ * `MATERIALIZED`: the few live executors and the ready runs are each computed once, then paired;
+ * inlined, the planner re-derived the executors for every ready run (20 ms a decision at 300 runs).
  */
 export function candidatesSql(d: SqlDialect): string {
   const now = d.bigint("$2");
   return `WITH q AS (SELECT * FROM cairn_queues WHERE name = $1),
-active AS (
+active AS MATERIALIZED (
   SELECT t.run_id, t.partition_key, r.executor_id, r.status FROM cairn_runs r
   JOIN cairn_queue_runs t ON t.run_id = r.id
   WHERE r.status IN ('running', 'waiting') AND t.queue = $1 AND t.dispatched_at IS NOT NULL),
@@ -22,7 +25,7 @@ open AS (
     AND (q.rate_limit IS NULL OR (SELECT COUNT(*) FROM cairn_queue_runs d
       WHERE d.queue = $1 AND d.dispatched_at > ${now} - q.rate_period_ms) < q.rate_limit)),
 partition_load AS (SELECT partition_key, COUNT(*) AS n FROM active WHERE partition_key IS NOT NULL GROUP BY partition_key),
-ready AS (
+ready AS MATERIALIZED (
   SELECT t.run_id, r.workflow, r.app_version, t.partition_key, t.priority, t.enqueued_at,
     ${now} - (CASE WHEN t.not_before > t.enqueued_at THEN t.not_before ELSE t.enqueued_at END) AS wait_ms,
     COALESCE(pl.n, 0) AS partition_running
@@ -34,7 +37,7 @@ ready AS (
     AND EXISTS (SELECT 1 FROM open)
     AND (t.partition_key IS NULL OR (SELECT partition_concurrency FROM q) IS NULL
       OR COALESCE(pl.n, 0) < (SELECT partition_concurrency FROM q))),
-workers AS (
+workers AS MATERIALIZED (
   SELECT e.id AS executor_id, e.app_version, e.capacity,
     (SELECT COUNT(*) FROM cairn_runs x WHERE x.executor_id = e.id AND x.status = 'running') AS in_use,
     (SELECT COUNT(*) FROM active a WHERE a.executor_id = e.id AND a.status = 'running') AS queue_in_use,

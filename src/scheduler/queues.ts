@@ -151,7 +151,13 @@ export class Queues {
     let more = false;
     for (const { queue } of ready) {
       const spec = this.specs.get(queue)!;
-      const taken = await this.store.claimWith(executorId, now, (db) => this.decide(db, spec, executorId, now, leaseMs));
+      const taken = await this.store.claimWith(executorId, now, async (db, wake) => {
+        const decided = await this.decide(db, spec, executorId, now, leaseMs);
+        // Peers hear of it only when it gave someone else a run: a pass that decided nothing, or
+        // only for itself, wakes nobody (else every dispatch would wake every peer into another).
+        if (decided.some((d) => d.executorId !== executorId)) wake();
+        return decided;
+      });
       if (taken === null) return null;
       decisions.push(...taken);
       if (taken.length === DECISIONS_PER_PASS) more = true;

@@ -132,12 +132,13 @@ export abstract class SqlStore<Tx> {
     );
   }
 
-  async claimWith<T>(executorId: string, now: number, body: (db: Connection) => Promise<T>): Promise<T | null> {
+  async claimWith<T>(executorId: string, now: number, body: (db: Connection, wake: () => void) => Promise<T>): Promise<T | null> {
     return this.writeTransaction(async (tx) => {
       const db = this.connection(tx);
       if ((await db.run(this.sql.renewClaimant, [now, executorId])) === 0) return null;
-      const result = await body(db);
-      await this.notifyWake(tx);
+      let woken = false;
+      const result = await body(db, () => (woken = true));
+      if (woken) await this.notifyWake(tx);
       return result;
     });
   }

@@ -311,9 +311,10 @@ export interface Store {
    * A layer's own claim (the scheduler's queue dispatch): `body` runs its statements in one write
    * transaction, only while the claimant's row exists, renewing its heartbeat in the same
    * transaction — the fencing of `claimRuns`, for claims the store does not write itself. Returns
-   * null (running nothing) when that row is gone. On PostgreSQL the commit wakes listening executors.
+   * null (running nothing) when that row is gone. When `body` calls `wake`, the commit wakes
+   * listening executors (PostgreSQL's NOTIFY; nothing on SQLite).
    */
-  claimWith<T>(executorId: string, now: number, body: (db: Connection) => Promise<T>): Promise<T | null>;
+  claimWith<T>(executorId: string, now: number, body: (db: Connection, wake: () => void) => Promise<T>): Promise<T | null>;
   /** The earliest `wake_at` among waiting runs this executor may claim. */
   nextWakeAt(appVersion: string | null): Promise<number | null>;
   /** Ids of this executor's runs that are no longer `running` under it (cancelled, taken over). */

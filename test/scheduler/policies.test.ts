@@ -49,7 +49,8 @@ describe.each(BACKENDS)("dispatch policies on $name", (backend) => {
     for (let i = 0; i < 4; i++) handles.push(await small!.job.enqueue("q", i));
     const rows = await decisions(small!.cairn, 4);
     // Free capacity: big 6,5,4 > small 3, then 3 = 3 (a tie, by id).
-    expect(rows.slice(0, 3).map((r) => r.executor_id)).toEqual([big!.id, big!.id, big!.id]);
+    // (Decisions of one pass share a time, so they are counted, not ordered.)
+    expect(rows.filter((r) => r.executor_id === big!.id).length).toBeGreaterThanOrEqual(3);
     expect(rows.every((r) => r.policy === "least_loaded")).toBe(true);
     release();
     await Promise.all(handles.map((h) => h.result()));

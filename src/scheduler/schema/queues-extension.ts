@@ -9,7 +9,7 @@ import type { StoreExtension } from "../../store/extension.js";
  *   priority, dedup key and earliest start — and, once dispatched, the decision itself: which
  *   executor took it, when, under which policy.
  * - `cairn_executor_queues` / `cairn_executor_partitions`: what each executor (a `cairn_executors`
- *   row, which carries its capacity) serves. Rows of executors that are gone are ignored (every
+ *   row, which carries its capacity) serves; the view `cairn_workers` adds what is in use and free. Rows of executors that are gone are ignored (every
  *   reader joins `cairn_executors`) and swept by the dispatcher.
  *
  * A queued run is a `cairn_runs` row with status `enqueued` and a Task row not yet dispatched; the
@@ -59,6 +59,14 @@ export const QUEUES_EXTENSION: StoreExtension = {
           queue TEXT NOT NULL,
           PRIMARY KEY (executor_id, queue)
         )`,
+        // The Worker table as the paper has it: each executor with its capacity, what is in use
+        // (its running runs, counted, so it is never stale) and what is free.
+        `CREATE VIEW cairn_workers AS
+          SELECT e.id, e.hostname, e.pid, e.app_version, e.capacity,
+            (SELECT COUNT(*) FROM cairn_runs r WHERE r.executor_id = e.id AND r.status = 'running') AS in_use,
+            e.capacity - (SELECT COUNT(*) FROM cairn_runs r WHERE r.executor_id = e.id AND r.status = 'running') AS free,
+            e.started_at, e.heartbeat_at
+          FROM cairn_executors e`,
         `CREATE TABLE cairn_executor_partitions (
           executor_id TEXT NOT NULL,
           partition_key TEXT NOT NULL,
