@@ -101,6 +101,9 @@ export class Executor implements ExecutionHost {
 
   async start(): Promise<void> {
     const now = this.clock.now();
+    // Queue declarations first: one the database refuses (a user policy's typo) fails launch()
+    // before this executor exists anywhere.
+    await this.options.queues?.sync(now);
     const row: ExecutorRow = {
       id: this.executorId,
       hostname: hostname(),

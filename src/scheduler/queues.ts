@@ -110,7 +110,23 @@ export class Queues {
           },
         },
       ]);
+      if (q.policy === "sql") await this.tryPolicy(q, now);
       this.unsynced.delete(name);
+    }
+  }
+
+  /**
+   * A user policy is checked for its shape when declared (one SELECT); whether its columns exist
+   * only the database can say, so it runs once, as a read, when first stored: a typo fails
+   * `launch()` or `enqueue` with the database's words instead of every dispatch failing later.
+   */
+  private async tryPolicy(q: QueueSpec, now: number): Promise<void> {
+    try {
+      await this.store.select(this.nextStatement(q.policySql).text, [q.name, now, "", now]);
+    } catch (error) {
+      this.specs.delete(q.name);
+      this.unsynced.delete(q.name);
+      throw new InvalidSpecError("policy.sql", q.policySql, `the database refused it: ${(error as Error)?.message ?? String(error)}`);
     }
   }
 
@@ -195,7 +211,8 @@ export class Queues {
 
   private async nextWakeAt(list: unknown, now: number): Promise<number | null> {
     const [delayed] = await this.store.select<{ w: unknown }>(this.sql.nextDelayed.text, [list, now]);
-    const [rate] = await this.store.select<{ w: unknown }>(this.sql.nextRateWindow.text, [list, now]);
+    const rateLimited = [...this.specs.values()].some((spec) => spec.rateLimit !== null);
+    const [rate] = rateLimited ? await this.store.select<{ w: unknown }>(this.sql.nextRateWindow.text, [list, now]) : [];
     const times = [delayed?.w, rate?.w].filter((w) => w !== null && w !== undefined).map(Number);
     return times.length === 0 ? null : Math.min(...times);
   }

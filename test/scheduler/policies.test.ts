@@ -109,4 +109,11 @@ describe.each(BACKENDS)("dispatch policies on $name", (backend) => {
     const { rows } = await cairn.query("SELECT DISTINCT policy FROM cairn_queue_runs");
     expect(rows).toEqual([{ policy: "sql" }]);
   });
+
+  it("a user policy naming a column candidates lacks fails launch with InvalidSpecError", async () => {
+    const db = await env.database();
+    const cairn = env.cairn(db);
+    cairn.queue("q", { policy: { sql: "SELECT run_id, executor_id FROM candidates ORDER BY no_such_column" } });
+    await expect(cairn.launch()).rejects.toMatchObject({ name: "InvalidSpecError", field: "policy.sql" });
+  });
 });
