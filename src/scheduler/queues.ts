@@ -3,7 +3,7 @@ import { InvalidSpecError } from "../errors.js";
 import type { Connection, Statement } from "../store/connection.js";
 import { POSTGRES, SQLITE, type SqlDialect } from "../store/dialect.js";
 import type { Store } from "../store/store.js";
-import { dispatchStatements, nextDecision } from "./dispatch-sql.js";
+import { decideInOne, dispatchStatements, nextDecision } from "./dispatch-sql.js";
 import { queueSpec, type QueueOptions, type QueueSpec } from "./queue-spec.js";
 
 /** One dispatch decision: `executorId` took `runId` (also in `cairn_queue_runs`). */
@@ -183,8 +183,17 @@ export class Queues {
 
   private async decide(db: Connection, spec: QueueSpec, executorId: string, now: number, leaseMs: number): Promise<QueueDecision[]> {
     await db.all(this.sql.lockQueue, [spec.name]);
-    const next = this.nextStatement(spec.policySql);
     const decisions: QueueDecision[] = [];
+    if (this.dialect.name === "postgres") {
+      const decide = this.named(`one:${spec.policySql}`, () => decideInOne(this.dialect, spec.policySql));
+      while (decisions.length < DECISIONS_PER_PASS) {
+        const [taken] = await db.all<{ run_id: string; executor_id: string }>(decide, [spec.name, now, executorId, now - leaseMs, spec.policy]);
+        if (taken === undefined) break;
+        decisions.push({ queue: spec.name, runId: String(taken.run_id), executorId: String(taken.executor_id) });
+      }
+      return decisions;
+    }
+    const next = this.nextStatement(spec.policySql);
     while (decisions.length < DECISIONS_PER_PASS) {
       const [pair] = await db.all<{ run_id: string; executor_id: string }>(next, [spec.name, now, executorId, now - leaseMs]);
       if (pair === undefined) break;
@@ -200,11 +209,16 @@ export class Queues {
   }
 
   private nextStatement(policySql: string): Statement {
-    let statement = this.nextStatements.get(policySql);
+    return this.named(`next:${policySql}`, () => nextDecision(this.dialect, policySql));
+  }
+
+  /** A statement built once per policy, prepared under a name derived from its text. */
+  private named(key: string, build: () => Statement): Statement {
+    let statement = this.nextStatements.get(key);
     if (statement === undefined) {
-      const built = nextDecision(this.dialect, policySql);
-      statement = { name: `cairn_queue_next_${createHash("sha256").update(built.text).digest("hex").slice(0, 16)}`, text: built.text };
-      this.nextStatements.set(policySql, statement);
+      const built = build();
+      statement = { name: `cairn_queue_${createHash("sha256").update(built.text).digest("hex").slice(0, 16)}`, text: built.text };
+      this.nextStatements.set(key, statement);
     }
     return statement;
   }
