@@ -19,6 +19,10 @@
  * | `serves_partition` | 1 when the executor serves the run's partition key |
  * | `locality_wait_ms` | the queue's `localityWaitMs` |
  *
+ * `candidates` holds the oldest 100 ready runs by priority and age, and the first ready run of
+ * every partition key (dispatch-sql.ts, SHORTLIST): a decision costs the same with 10 runs waiting
+ * or 10,000. A policy that would reach deeper (newest first, say) sees that shortlist.
+ *
  * A policy returns `run_id, executor_id`; its first row is taken. Ordering by
  * `partition_running` before `enqueued_at` is what keeps a tenant with 10,000 queued runs from
  * starving one with 3: the next run comes from the partition running the fewest.

@@ -50,6 +50,8 @@ export const QUEUES_EXTENSION: StoreExtension = {
         )`,
         // The runs waiting for a dispatch, in the order policies read them.
         `CREATE INDEX cairn_queue_runs_waiting ON cairn_queue_runs (queue, priority, enqueued_at) WHERE dispatched_at IS NULL`,
+        // The first waiting run of each partition key (fair sharing), and the keys themselves.
+        `CREATE INDEX cairn_queue_runs_partition_waiting ON cairn_queue_runs (queue, partition_key, priority, enqueued_at) WHERE dispatched_at IS NULL`,
         // The rate limit counts a queue's recent dispatches.
         `CREATE INDEX cairn_queue_runs_dispatched ON cairn_queue_runs (queue, dispatched_at) WHERE dispatched_at IS NOT NULL`,
         // One run per live dedup key: a key whose run finished is cleared by the next enqueue with it.
@@ -79,6 +81,12 @@ export const QUEUES_EXTENSION: StoreExtension = {
   stepKinds: [],
   hooks: {
     holdsRuns: `EXISTS (SELECT 1 FROM cairn_queue_runs q WHERE q.run_id = cairn_runs.id AND q.dispatched_at IS NULL)`,
+    // A queued run cancelled before its dispatch leaves the waiting runs (marked, not dispatched:
+    // the rate limit does not count it), so dispatch never reads past it again.
+    onCancel: [
+      `UPDATE cairn_queue_runs SET dispatched_at = (SELECT updated_at FROM cairn_runs WHERE id = $1), policy = 'cancelled'
+       WHERE run_id = $1 AND dispatched_at IS NULL`,
+    ],
     // A resumed queued run waits for its queue again, under the queue's limits.
     onResume: [
       `UPDATE cairn_queue_runs SET dispatched_at = NULL, executor_id = NULL, policy = NULL
