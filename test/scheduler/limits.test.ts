@@ -130,16 +130,42 @@ describe.each(BACKENDS)("queue limits on $name", (backend) => {
     const cairn = env.cairn(db, { pollIntervalMs: 50 });
     cairn.queue("q", { concurrency: 2, partitionBy: { key: (input) => (input as { key: string }).key } });
     const job = ledger.workflow(cairn, "job", "e0", 5);
-    const handles: RunHandle<unknown>[] = [];
-    for (let i = 0; i < 40; i++) handles.push(await job.enqueue("q", { key: "heavy" }));
-    for (let i = 0; i < 3; i++) handles.push(await job.enqueue("q", { key: "light" }));
+    // FAIRNESS_HEAVY scales the heavy tenant's backlog (the figure is 10,000).
+    const heavy = Number(process.env.FAIRNESS_HEAVY ?? "40");
+    for (let i = 0; i < heavy; i += 100) {
+      await Promise.all(Array.from({ length: Math.min(100, heavy - i) }, () => job.enqueue("q", { key: "heavy" })));
+    }
+    const light: RunHandle<unknown>[] = [];
+    for (let i = 0; i < 3; i++) light.push(await job.enqueue("q", { key: "light" }));
     await cairn.launch();
-    await Promise.all(handles.map((h) => h.result()));
-    const order = ledger.entries.sort((a, b) => a.start - b.start).map((e) => e.key);
-    // Dispatch serves the tenant running the fewest: the light runs alternate with the heavy ones
-    // at the head instead of waiting behind 40 of them.
-    const lastLight = order.lastIndexOf("light");
-    expect(lastLight).toBeLessThan(8);
+    await Promise.all(light.map((h) => h.result()));
+    // Dispatch serves the tenant running the fewest: the light runs alternate with the heavy ones at
+    // the head instead of waiting behind all of them.
+    const { rows } = await cairn.query(
+      "SELECT COUNT(*) AS n FROM cairn_queue_runs t JOIN cairn_runs r ON r.id = t.run_id WHERE t.dispatched_at IS NOT NULL AND t.partition_key = 'heavy'",
+    );
+    expect(Number(rows[0]!.n)).toBeLessThan(8);
+  });
+
+  it("a queued run cancelled before its dispatch leaves the queue; resumed, it waits for the queue again", async () => {
+    const db = await env.database();
+    const ledger = new Ledger();
+    const cairn = env.cairn(db, { pollIntervalMs: 50 });
+    cairn.queue("q", { concurrency: 1, rateLimit: { limit: 1, periodMs: 60_000 } });
+    const job = ledger.workflow(cairn, "job", "e0", 1);
+    const cancelled = await job.enqueue("q", { key: "cancelled" });
+    await cairn.cancel(cancelled.id);
+    const kept = await job.enqueue("q", { key: "kept" });
+    await cairn.launch();
+    // The rate limit (1 a minute) is spent on the run that ran, not on the cancelled one.
+    await kept.result();
+    const { rows } = await cairn.query("SELECT policy FROM cairn_queue_runs WHERE run_id = $1", [cancelled.id]);
+    expect(rows[0]!.policy).toBe("cancelled");
+    expect(await cairn.resume(cancelled.id)).toBe(true);
+    const { rows: back } = await cairn.query("SELECT dispatched_at FROM cairn_queue_runs WHERE run_id = $1", [cancelled.id]);
+    expect(back[0]!.dispatched_at).toBeNull();
+    expect((await cancelled.status()).status).toBe("enqueued"); // held by the rate limit, not claimed around it
+    expect(ledger.entries.map((e) => e.key)).toEqual(["kept"]);
   });
 
   it("bad input at declaration and enqueue: InvalidSpecError naming the field and the value", async () => {
