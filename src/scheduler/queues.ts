@@ -167,6 +167,10 @@ export class Queues {
     let more = false;
     for (const { queue } of ready) {
       const spec = this.specs.get(queue)!;
+      // A read first: a queue at its limits (every executor full, the rate spent) costs no write
+      // transaction — on a SQLite file shared by processes, no turn at the one write lock.
+      const [possible] = await this.store.select(this.nextStatement(spec.policySql).text, [spec.name, now, executorId, now - leaseMs]);
+      if (possible === undefined) continue;
       const taken = await this.store.claimWith(executorId, now, async (db, wake) => {
         const decided = await this.decide(db, spec, executorId, now, leaseMs);
         // Peers hear of it only when it gave someone else a run: a pass that decided nothing, or
