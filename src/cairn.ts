@@ -24,6 +24,7 @@ import {
 import type { DeletedRuns, RunDeleteFilter } from "./store/retention.js";
 import type { UiOptions, UiServer } from "./ui/host.js";
 import type { QueryResult, Store } from "./store/store.js";
+import type { QueueOptions } from "./scheduler/queue-spec.js";
 
 /**
  * Cairn: the durable engine with agents on top. It composes the layers — the runtime (store,
@@ -128,6 +129,15 @@ export class Cairn {
     const workflow = this.#runtime.workflow(name, supervisorBody(resolved));
     this.#supervisorSpecs.set(name, resolved);
     return workflow as Workflow<undefined, undefined>;
+  }
+
+  /**
+   * Declares a queue, kept in `cairn_queues`: its limits (concurrency, per-executor concurrency,
+   * per-partition concurrency, rate limit), priorities and dispatch policy. Enqueue runs on it with
+   * `workflow.enqueue(name, input, options)`. See README, "Queues".
+   */
+  queue(name: string, options: QueueOptions = {}): void {
+    this.#runtime.queue(name, options);
   }
 
   /** Migrates the database, registers this executor, and recovers or resumes every run it may. */

@@ -19,6 +19,8 @@ import { sql } from "./commands/sql.js";
 import { tree } from "./commands/tree.js";
 import { why } from "./commands/why.js";
 import { ui } from "./commands/ui.js";
+import { executors } from "./commands/executors.js";
+import { queues } from "./commands/queues.js";
 import { databaseOf } from "./database.js";
 import { commandHelp, overallHelp } from "./help.js";
 import { print } from "./output.js";
@@ -27,6 +29,7 @@ const COMMANDS: readonly Command[] = [
   ...[runs, show, tree, why, sql, cancel, resume, fork, send, approvals, approve, deny, demo, mockLlm],
   ...[deleteCommand, gc],
   ui,
+  ...[executors, queues],
 ];
 
 /** Runs the CLI on `argv` (without `node main.js`) and returns the exit code. */

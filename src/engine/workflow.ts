@@ -20,6 +20,29 @@ export interface StartOptions {
 /** What a Workflow needs from Cairn to start runs. */
 export interface WorkflowHost {
   startRun(workflow: string, id: string, input: unknown, timeoutMs: number | undefined): Promise<RunHandle>;
+  /** Places a run on a declared queue (the scheduler's `cairn_queue_runs`); options as the scheduler defines them. */
+  enqueueRun(workflow: string, queue: string, input: unknown, options: EnqueueOptions): Promise<RunHandle>;
+}
+
+/**
+ * How `enqueue` places a run: the scheduler's options (src/scheduler/enqueue.ts holds the same
+ * shape with its checks; the engine, a floor below, only carries them).
+ */
+export interface EnqueueOptions {
+  /** The run id. Enqueueing again with an id that exists returns the existing run. Default: a UUID. */
+  id?: string;
+  /** Lower runs first; only on a queue declared with `priority: true`. Default 0. */
+  priority?: number;
+  /** While a run enqueued with this key has not finished, enqueueing with it again returns that run. */
+  dedupKey?: string;
+  /** Do not start before this many milliseconds from now (on the Cairn's clock). */
+  delayMs?: number;
+  /** Do not start before this time (ms since the epoch, on the Cairn's clock). */
+  runAt?: number;
+  /** The run's partition (a tenant); default: the queue's `partitionBy.key(input)`. */
+  partitionKey?: string;
+  /** The run's deadline, from when it is enqueued. */
+  timeoutMs?: number;
 }
 
 /** A registered workflow: the code, by name. Start runs of it; hand it to `ctx.child`. */
@@ -55,5 +78,19 @@ export class Workflow<Input, Output> implements ChildWorkflow<Input, Output> {
     }
     const value = this.#options.input === undefined ? input : await validateInput(this.#options.input, input, `input of workflow "${this.name}"`);
     return (await this.#host.startRun(this.name, id, value, options.timeoutMs)) as RunHandle<Output>;
+  }
+
+  /**
+   * Places a run on a queue declared with `cairn.queue(queue, ...)` and returns its handle once the
+   * run and its queue entry are committed; an executor serving the queue starts it when the queue's
+   * limits and policy allow (README, "Queues").
+   *
+   * Failure semantics: the run and its queue entry commit together or not at all. Idempotent by id,
+   * and by a live `dedupKey` (one whose run has not finished): a second enqueue returns the existing
+   * run and stores nothing. An unknown queue or bad option throws InvalidSpecError and stores nothing.
+   */
+  async enqueue(queue: string, input: Input, options: EnqueueOptions = {}): Promise<RunHandle<Output>> {
+    const value = this.#options.input === undefined ? input : await validateInput(this.#options.input, input, `input of workflow "${this.name}"`);
+    return (await this.#host.enqueueRun(this.name, queue, value, options)) as RunHandle<Output>;
   }
 }

@@ -10,6 +10,7 @@ import { RunExecution, type ExecutionHost, type WorkflowFunction } from "../engi
 import { errorText } from "../store/value/index.js";
 import { setLongTimeout, type LongTimeout } from "../engine/long-timeout.js";
 import type { RunTracing } from "../engine/tracing.js";
+import type { Queues } from "./queues.js";
 
 export interface ExecutorOptions {
   appVersion: string;
@@ -35,6 +36,8 @@ export interface ExecutorOptions {
   isolation?: IsolationPool;
   /** Where runs report their executions and operations (OpenTelemetry, through the face). */
   tracing?: RunTracing;
+  /** The queues declared in this process: the executor serves them and dispatches them (queues.ts). */
+  queues?: Queues;
 }
 
 /**
@@ -113,6 +116,9 @@ export class Executor implements ExecutionHost {
 
   async start(): Promise<void> {
     const now = this.clock.now();
+    // Queue declarations first: one the database refuses (a user policy's typo) fails launch()
+    // before this executor exists anywhere.
+    await this.options.queues?.sync(now);
     const row: ExecutorRow = {
       id: this.executorId,
       hostname: hostname(),
@@ -122,10 +128,13 @@ export class Executor implements ExecutionHost {
       appVersion: this.options.appVersion,
       startedAt: now,
       heartbeatAt: now,
+      capacity: this.options.maxConcurrentRuns,
     };
     await this.store.registerExecutor(row);
     this.registration = row;
     executorsInThisProcess.add(this.executorId);
+    executorsById.set(this.executorId, this);
+    await this.options.queues?.register(this.executorId, now);
     this.started = true;
     // A jump of a manual clock would make our own heartbeat look stale to executors sharing it.
     this.unsubscribeClock = this.clock.onAdvance(() => {
@@ -139,7 +148,9 @@ export class Executor implements ExecutionHost {
     const maintenance = this.options.maintenance;
     if (maintenance !== undefined) this.timers.push(setInterval(maintenance, this.options.pollIntervalMs));
     for (const timer of this.timers) timer.unref();
-    await this.claimPass(true);
+    // One pass, not the loop: with queues, peers' dispatches keep asking for another pass (NOTIFY),
+    // and launch() must return while work flows; the passes asked for run right after.
+    await this.claimPass(true, true);
   }
 
   /**
@@ -151,6 +162,7 @@ export class Executor implements ExecutionHost {
     if (!this.started) return;
     this.started = false;
     executorsInThisProcess.delete(this.executorId);
+    executorsById.delete(this.executorId);
     for (const timer of this.timers) clearInterval(timer);
     this.wakeTimer?.clear();
     this.unsubscribeClock?.();
@@ -248,13 +260,16 @@ export class Executor implements ExecutionHost {
       }
     } else {
       this.storeFailures.delete(runId);
+      // A run that ended or went to sleep may have freed a queue's slot: dispatch again now rather
+      // than at the next poll.
+      if (reason !== "lost" && this.options.queues?.declared === true) this.poke();
     }
     this.notifyRunChange(runId, settled);
   }
 
   // ---- claiming ---------------------------------------------------------------------------------
 
-  private async claimPass(periodic: boolean): Promise<void> {
+  private async claimPass(periodic: boolean, once = false): Promise<void> {
     if (!this.started || this.claiming) return;
     this.claiming = true;
     try {
@@ -304,18 +319,55 @@ export class Executor implements ExecutionHost {
         }
         // Only if each still has the heartbeat it was judged by: one that woke up meanwhile keeps its row.
         if (dead.length > 0) await this.store.removeDeadExecutors(dead);
+        if (this.options.queues !== undefined && !(await this.dispatchQueues(now, this.options.queues))) {
+          this.lastDeathCheck = -Infinity; // our row is gone: re-register first, as after a claim
+          this.claimAgain = true;
+          continue;
+        }
         const next = await this.store.nextWakeAt(this.options.recoverAllVersions ? null : this.options.appVersion);
         if (next !== null) this.wakeAt(next);
-      } while (this.claimAgain && this.started);
+      } while (this.claimAgain && this.started && !once);
     } catch (error) {
       if (this.started) this.options.onError(error);
     } finally {
       this.claiming = false;
+      if (once && this.claimAgain) this.poke();
     }
   }
 
+  /**
+   * Dispatches the queues declared here (for this executor and its peers), pokes the peers in this
+   * process that got runs, and loads the runs dispatched to this executor — by itself or by a peer
+   * in another process. False when this executor's row is gone (nothing was dispatched).
+   */
+  private async dispatchQueues(now: number, queues: Queues): Promise<boolean> {
+    const outcome = await queues.dispatch(this.executorId, now, this.options.leaseMs);
+    if (outcome === null) return false;
+    for (const decision of outcome.decisions) {
+      if (decision.executorId !== this.executorId) executorsById.get(decision.executorId)?.poke();
+    }
+    if (outcome.more) this.claimAgain = true;
+    if (outcome.nextWakeAt !== null) this.wakeAt(outcome.nextWakeAt);
+    if (queues.served().length === 0) return true;
+    const mine = (await queues.assigned(this.executorId)).filter((id) => !this.executions.has(id) && !this.reloads.has(id));
+    await Promise.all(
+      mine.map(async (id) => {
+        try {
+          const run = await this.store.getRun(id);
+          if (run === undefined || run.status !== "running" || run.executorId !== this.executorId) return;
+          this.load(run, await this.store.loadJournal(id));
+        } catch (error) {
+          this.reloadLater(id);
+          this.options.onError(error);
+        }
+      }),
+    );
+    return true;
+  }
+
   private load(run: RunRow, journal: Parameters<typeof this.newExecution>[1]): void {
-    if (!this.started) return;
+    // Loaded already: a run dispatched here and started here at once (startCreated) is seen twice.
+    if (!this.started || this.executions.has(run.id)) return;
     const execution = this.newExecution(run, journal);
     if (execution === null) return;
     this.executions.set(run.id, execution);
@@ -370,11 +422,14 @@ export class Executor implements ExecutionHost {
     this.currentId = row.id;
     executorsInThisProcess.add(row.id);
     executorsInThisProcess.delete(old.id);
+    executorsById.set(row.id, this);
+    executorsById.delete(old.id);
     for (const execution of [...this.executions.values()]) execution.lost();
     this.reloads.clear();
     this.storeFailures.clear();
     for (const runId of await this.store.transferRuns(old.id, row.id, now)) this.reloadLater(runId);
     await this.store.removeExecutors([old.id]);
+    await this.options.queues?.register(row.id, now);
     this.reincarnations++;
   }
 
@@ -533,6 +588,9 @@ const STOP_BOUND_MS = 5_000;
 
 /** Executors alive in this process: a row with our pid but not in here is a dead predecessor's. */
 const executorsInThisProcess = new Set<string>();
+
+/** The same, by id: a dispatch pokes the peers in this process it gave runs to (SQLite has no NOTIFY). */
+const executorsById = new Map<string, Executor>();
 
 function processAlive(pid: number): boolean {
   try {

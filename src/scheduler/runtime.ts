@@ -17,6 +17,10 @@ import { DEFAULT_REPLAY_STALL_MS, type WorkflowFunction } from "../engine/run-ex
 import { errorText, fromStored, toStored } from "../store/value/index.js";
 import { Workflow, type WorkflowHost, type WorkflowOptions } from "../engine/workflow.js";
 import type { RunTracing } from "../engine/tracing.js";
+import { Queues, type ServeOptions } from "./queues.js";
+import type { QueueOptions } from "./queue-spec.js";
+import { checkEnqueue, enqueueRun, type EnqueueOptions } from "./enqueue.js";
+import { QUEUES_EXTENSION } from "./schema/queues-extension.js";
 
 export interface CairnOptions {
   /** A SQLite file path (default "cairn.db", or $CAIRN_DATABASE) or a postgres:// URL. */
@@ -70,6 +74,8 @@ export interface CairnOptions {
    * registers or replaces one.
    */
   tracerProvider?: TracerProvider;
+  /** The queues and partitions this process's executor serves (README, "Queues"). Default: every queue declared here. */
+  serve?: ServeOptions;
 }
 
 export interface ForkOptions {
@@ -102,6 +108,7 @@ export class CairnRuntime implements WorkflowHost, RunHost {
   private readonly retention: RetentionPolicy | null;
   /** Isolated steps' processes: none until the first isolated step, all killed by `shutdown`. */
   private readonly isolation: IsolationPool;
+  private readonly queues: Queues;
 
   private readonly tracing: RunTracing | undefined;
 
@@ -124,8 +131,12 @@ export class CairnRuntime implements WorkflowHost, RunHost {
     if (!Number.isInteger(maxRecoveryAttempts) || maxRecoveryAttempts < 0) {
       throw new InvalidSpecError("maxRecoveryAttempts", maxRecoveryAttempts, "must be an integer ≥ 0");
     }
+    // The scheduler's own tables (queues, the Task table) come through the extension contract.
+    this.storeInstance.register(QUEUES_EXTENSION);
+    this.queues = new Queues(this.storeInstance, options.serve);
     this.executor = new Executor(this.storeInstance, this.clock, this.workflows, {
       isolation: this.isolation,
+      queues: this.queues,
       appVersion: this.appVersion,
       recoverAllVersions: options.recoverAllVersions ?? false,
       leaseMs,
@@ -180,6 +191,63 @@ export class CairnRuntime implements WorkflowHost, RunHost {
     if (typeof fn !== "function") throw new InvalidSpecError("fn", fn, `workflow "${name}" needs a function`);
     this.workflows.set(name, fn as WorkflowFunction);
     return new Workflow(this, name, fn, options);
+  }
+
+  /**
+   * Declares a queue (see QueueOptions) and stores it; this process's executor serves it and
+   * dispatches it. Declare queues before `launch`, like workflows.
+   */
+  queue(name: string, options: QueueOptions = {}): void {
+    if (this.executor.running) throw new InvalidSpecError("name", name, "declare queues before launch()");
+    this.queues.declare(name, options);
+  }
+
+  async enqueueRun(workflow: string, queueName: string, input: unknown, options: EnqueueOptions): Promise<RunHandle> {
+    const queue = this.queues.get(queueName);
+    if (queue === undefined) {
+      throw new InvalidSpecError(
+        "queue",
+        queueName,
+        "no queue of this name is declared in this process: declare it with cairn.queue(name, options) first",
+      );
+    }
+    const id = options.id ?? randomUUID();
+    validateRunId(id, "id");
+    const now = this.clock.now();
+    const checked = checkEnqueue(queue, input, options, now);
+    await this.ready();
+    await this.queues.sync(now);
+    const stored = toStored(input, `input of workflow "${workflow}"`);
+    const runId = await enqueueRun(
+      this.storeInstance,
+      queue,
+      {
+        id,
+        workflow,
+        status: "enqueued",
+        input: stored,
+        parentId: null,
+        parentSeq: null,
+        rootId: id,
+        appVersion: this.appVersion,
+        executorId: null,
+        deadlineAt: options.timeoutMs === undefined ? null : now + options.timeoutMs,
+        createdAt: now,
+        forkedFrom: null,
+        forkedFromSeq: null,
+      },
+      checked,
+    );
+    const row = await this.mustGetRun(runId);
+    if (row.workflow !== workflow) {
+      throw new InvalidSpecError(
+        options.dedupKey !== undefined && runId !== id ? "dedupKey" : "id",
+        options.dedupKey ?? id,
+        `that key already belongs to a run of workflow "${row.workflow}"`,
+      );
+    }
+    this.executor.poke();
+    return new RunHandle(this, runId);
   }
 
   /** Migrates the database, registers this executor, and recovers or resumes every run it may. */

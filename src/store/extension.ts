@@ -46,6 +46,12 @@ export interface ExtensionHooks {
   /** `$1` run id: run once a cancelled or failed run (and its tree) is back in the queue. */
   onResume?: readonly DialectSql[];
   onDelete?: DeleteHook;
+  /**
+   * A predicate over `cairn_runs` (unaliased): the enqueued runs it matches are this layer's to
+   * dispatch, and the core claim leaves them alone (the scheduler's queued runs). Running runs are
+   * never held: a dead executor's runs are taken over by the core claim whatever layer started them.
+   */
+  holdsRuns?: DialectSql;
 }
 
 /** What retention needs to know of a layer's rows. */

@@ -148,6 +148,13 @@ export const CORE_MIGRATIONS: readonly LayerMigration[] = [
       `CREATE INDEX cairn_messages_run ON cairn_messages (run_id)`,
     ],
   },
+  {
+    version: 5,
+    name: "executor-capacity",
+    // The Worker table of the scheduler (src/scheduler/): how many runs an executor may hold at
+    // once. Null for executors of an older Cairn: they take no queued runs (they never declared any).
+    statements: [`ALTER TABLE cairn_executors ADD COLUMN capacity INTEGER`],
+  },
 ];
 
 /**

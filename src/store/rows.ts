@@ -66,6 +66,7 @@ export function toExecutorRow(raw: Raw): ExecutorRow {
     appVersion: String(raw.app_version),
     startedAt: num(raw.started_at),
     heartbeatAt: num(raw.heartbeat_at),
+    capacity: numOrNull(raw.capacity),
   };
 }
 

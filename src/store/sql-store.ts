@@ -128,8 +128,28 @@ export abstract class SqlStore<Tx> {
         executor.appVersion,
         executor.startedAt,
         executor.heartbeatAt,
+        executor.capacity ?? null,
       ]),
     );
+  }
+
+  async claimWith<T>(executorId: string, now: number, body: (db: Connection, wake: () => void) => Promise<T>): Promise<T | null> {
+    return this.writeTransaction(async (tx) => {
+      const db = this.connection(tx);
+      if ((await db.run(this.sql.renewClaimant, [now, executorId])) === 0) return null;
+      let woken = false;
+      const result = await body(db, () => (woken = true));
+      if (woken) await this.notifyWake(tx);
+      return result;
+    });
+  }
+
+  /** Wakes listening executors when the transaction commits (PostgreSQL's NOTIFY; nothing on SQLite). */
+  protected abstract notifyWake(tx: Tx): Promise<void>;
+
+  /** The layers' `holdsRuns` predicates: enqueued runs the core claim leaves to their layer. */
+  protected heldRuns(): string[] {
+    return this.layers.list().flatMap((layer) => (layer.hooks.holdsRuns === undefined ? [] : [this.layers.sql(layer.hooks.holdsRuns)]));
   }
 
   async heartbeat(executorId: string, at: number): Promise<boolean> {

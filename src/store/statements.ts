@@ -21,12 +21,15 @@ export const CLAIM_SET = `recoveries = recoveries + (CASE WHEN status = 'running
 /**
  * The runs a claim may take ($1 executor, $2 app version or null, $3 now, $4 dead executors, $5
  * limit, $6 workflows): enqueued runs, due waiting runs, and running runs whose executor is gone or
- * judged dead on a heartbeat that has not moved since. Oldest first.
+ * judged dead on a heartbeat that has not moved since. Oldest first. `held`: predicates over
+ * `cairn_runs` from the layers' `holdsRuns` hooks (extension.ts).
  */
-export function claimable(d: SqlDialect): string {
+export function claimable(d: SqlDialect, held: readonly string[] = []): string {
+  // An enqueued run a layer holds (a queued run waiting for its queue's dispatch) is not ours to take.
+  const free = held.length === 0 ? "" : ` AND NOT (${held.map((h) => `(${h})`).join(" OR ")})`;
   return `SELECT id FROM cairn_runs
     WHERE (${d.text("$2")} IS NULL OR app_version = $2) AND ${d.inList("workflow", "$6")} AND (
-      status = 'enqueued'
+      (status = 'enqueued'${free})
       OR (status = 'waiting' AND wake_at IS NOT NULL AND wake_at <= $3)
       OR (status = 'running' AND (executor_id IS NULL
           OR executor_id IN (
@@ -70,8 +73,8 @@ export function statements(d: SqlDialect) {
 
     registerExecutor: s(
       "register_executor",
-      `INSERT INTO cairn_executors (id, hostname, pid, pid_namespace, backend_pid, app_version, started_at, heartbeat_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+      `INSERT INTO cairn_executors (id, hostname, pid, pid_namespace, backend_pid, app_version, started_at, heartbeat_at, capacity)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
        ON CONFLICT (id) DO UPDATE SET backend_pid = excluded.backend_pid, heartbeat_at = excluded.heartbeat_at`,
     ),
     heartbeat: s("heartbeat", "UPDATE cairn_executors SET heartbeat_at = $1 WHERE id = $2"),

@@ -1,6 +1,7 @@
 import type { DeletedRuns, RunDeleteFilter } from "./retention.js";
 import type { CORE_STEP_KINDS, StoreExtension } from "./extension.js";
 import type { RowOp } from "./row-ops.js";
+import type { Connection } from "./connection.js";
 
 /**
  * The system database behind Cairn: one async interface, two backends with mirrored file sets
@@ -217,6 +218,8 @@ export interface ExecutorRow {
   appVersion: string;
   startedAt: number;
   heartbeatAt: number;
+  /** How many runs it may hold at once (the scheduler's Worker table); null for an older Cairn's executor. */
+  capacity?: number | null;
 }
 
 /** An executor judged dead, and the heartbeat (as listed) it was judged dead by. */
@@ -327,6 +330,14 @@ export interface Store {
    * run claimed under that id would look orphaned and be taken over while it runs here.
    */
   claimRuns(request: ClaimRequest): Promise<RunRow[] | null>;
+  /**
+   * A layer's own claim (the scheduler's queue dispatch): `body` runs its statements in one write
+   * transaction, only while the claimant's row exists, renewing its heartbeat in the same
+   * transaction — the fencing of `claimRuns`, for claims the store does not write itself. Returns
+   * null (running nothing) when that row is gone. When `body` calls `wake`, the commit wakes
+   * listening executors (PostgreSQL's NOTIFY; nothing on SQLite).
+   */
+  claimWith<T>(executorId: string, now: number, body: (db: Connection, wake: () => void) => Promise<T>): Promise<T | null>;
   /** The earliest `wake_at` among waiting runs this executor may claim. */
   nextWakeAt(appVersion: string | null): Promise<number | null>;
   /** Ids of this executor's runs that are no longer `running` under it (cancelled, taken over). */

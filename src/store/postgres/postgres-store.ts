@@ -320,7 +320,7 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
                  UPDATE cairn_executors SET heartbeat_at = GREATEST(heartbeat_at, $3) WHERE id = $1 RETURNING id
                ), c AS (
                  UPDATE cairn_runs SET ${CLAIM_SET}
-                 WHERE EXISTS (SELECT 1 FROM me) AND id IN (${claimable(POSTGRES)})
+                 WHERE EXISTS (SELECT 1 FROM me) AND id IN (${(this.claimable ??= claimable(POSTGRES, this.heldRuns()))})
                  RETURNING *)
                SELECT me.id AS claimant, c.*, COALESCE(c.input, pi.body) AS input_text, COALESCE(c.output, po.body) AS output_text
                FROM me
@@ -340,6 +340,13 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
     );
     if (result.rows.length === 0) return null;
     return result.rows.filter((r) => r.id !== null && r.id !== undefined).map(toRunRow);
+  }
+
+  /** The claimable runs' query, built once the layers are registered (their `holdsRuns` are in it). */
+  private claimable: string | undefined;
+
+  protected async notifyWake(client: PoolClient): Promise<void> {
+    await client.query(`NOTIFY ${WAKE_CHANNEL}`);
   }
 
   async liveBackendPids(): Promise<Set<number> | null> {

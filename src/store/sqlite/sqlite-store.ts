@@ -252,7 +252,7 @@ export class SqliteStore extends SqlStore<null> implements Store {
       this.db
         .transaction((): RunRow[] | null => {
           if (this.statements.run(this.sql.renewClaimant.text, [request.now, request.executorId]) === 0) return null;
-          const claimed = this.statements.all<{ id: string }>(CLAIM, [
+          const claimed = this.statements.all<{ id: string }>(this.claimStatement(), [
             request.executorId,
             request.appVersion,
             request.now,
@@ -265,6 +265,17 @@ export class SqliteStore extends SqlStore<null> implements Store {
         })
         .immediate(),
     );
+  }
+
+  /** The claim itself: the runs are chosen and taken in one statement (built once the layers are registered). */
+  private claimStatement(): string {
+    return (this.claimText ??= `UPDATE cairn_runs SET ${CLAIM_SET} WHERE id IN (${claimable(SQLITE, this.heldRuns())}) RETURNING id`);
+  }
+
+  private claimText: string | undefined;
+
+  protected async notifyWake(): Promise<void> {
+    // Nobody listens on SQLite: executors in this process are poked by the layer, others poll.
   }
 
   async liveBackendPids(): Promise<Set<number> | null> {
@@ -291,6 +302,3 @@ export class SqliteStore extends SqlStore<null> implements Store {
     return sqliteOperatorQuery(this.path, sql, options);
   }
 }
-
-/** The claim itself: the runs are chosen and taken in one statement. */
-const CLAIM = `UPDATE cairn_runs SET ${CLAIM_SET} WHERE id IN (${claimable(SQLITE)}) RETURNING id`;

@@ -1,0 +1,162 @@
+import type { Statement } from "../store/connection.js";
+import type { SqlDialect } from "../store/dialect.js";
+
+/**
+ * The statements of a queue's dispatch, written once for both backends. The limits live here, in
+ * the `candidates` relation every policy reads, so that no policy — built in or the user's — can
+ * break one: a policy only chooses among the pairs the limits allow.
+ *
+ * Parameters of `next`: $1 queue, $2 now, $3 the dispatching executor, $4 the oldest heartbeat
+ * that still counts as alive (now − lease).
+ *
+ * `MATERIALIZED`: the few live executors and the ready runs are each computed once, then paired;
+ * inlined, the planner re-derived the executors for every ready run (20 ms a decision at 300 runs).
+ */
+/**
+ * The waiting run's row is still enqueued (not cancelled meanwhile). Written so no index can serve
+ * it: the run must be found by its primary key from the queue row, never by scanning the claim
+ * index's `status = 'enqueued'` entries once per queued run — which a planner without fresh
+ * statistics chose (quadratic in the backlog: 7 ms a decision at 200 queued runs).
+ */
+const STILL_ENQUEUED = `r.status || '' = 'enqueued'`;
+
+/**
+ * The runs of the queue that are live are found from the live runs (few), never from the queue's
+ * dispatch history (which only grows): SQLite took the history's index when it could.
+ */
+const NOT_BY_QUEUE_INDEX = `t.queue || '' = $1`;
+
+/**
+ * A decision reads a shortlist, not the whole backlog: the oldest SHORTLIST waiting runs by
+ * priority and age, and the first waiting run of every partition key (found by a skip scan over
+ * the partition index, one step per key) — all that FIFO, least-loaded, locality and fair sharing
+ * need, at a cost that does not grow with a tenant's 10,000 queued runs.
+ */
+const SHORTLIST = 100;
+
+export function candidatesSql(d: SqlDialect): string {
+  const now = d.bigint("$2");
+  const waiting = (x: string) =>
+    `${x}.queue = $1 AND ${x}.dispatched_at IS NULL AND (${x}.not_before IS NULL OR ${x}.not_before <= ${now})
+      AND EXISTS (SELECT 1 FROM cairn_runs r WHERE r.id = ${x}.run_id AND ${STILL_ENQUEUED})`;
+  return `WITH RECURSIVE q AS (SELECT * FROM cairn_queues WHERE name = $1),
+keys(k) AS (
+  SELECT MIN(partition_key) FROM cairn_queue_runs WHERE queue = $1 AND dispatched_at IS NULL AND partition_key IS NOT NULL
+  UNION ALL
+  SELECT (SELECT MIN(x.partition_key) FROM cairn_queue_runs x WHERE x.queue = $1 AND x.dispatched_at IS NULL AND x.partition_key > keys.k)
+  FROM keys WHERE keys.k IS NOT NULL),
+shortlist AS (
+  SELECT run_id FROM (SELECT x.run_id FROM cairn_queue_runs x WHERE ${waiting("x")}
+    ORDER BY x.priority, x.enqueued_at LIMIT ${SHORTLIST}) oldest
+  UNION
+  SELECT (SELECT x.run_id FROM cairn_queue_runs x WHERE ${waiting("x")} AND x.partition_key = keys.k
+    ORDER BY x.priority, x.enqueued_at LIMIT 1) FROM keys WHERE keys.k IS NOT NULL),
+active AS MATERIALIZED (
+  SELECT t.run_id, t.partition_key, r.executor_id, r.status FROM cairn_runs r
+  JOIN cairn_queue_runs t ON t.run_id = r.id
+  WHERE r.status IN ('running', 'waiting') AND ${NOT_BY_QUEUE_INDEX} AND t.dispatched_at IS NOT NULL),
+open AS (
+  SELECT 1 AS ok FROM q
+  WHERE (q.concurrency IS NULL OR (SELECT COUNT(*) FROM active) < q.concurrency)
+    AND (q.rate_limit IS NULL OR (SELECT COUNT(*) FROM cairn_queue_runs d
+      WHERE d.queue = $1 AND d.dispatched_at > ${now} - q.rate_period_ms AND d.policy <> 'cancelled') < q.rate_limit)),
+partition_load AS (SELECT partition_key, COUNT(*) AS n FROM active WHERE partition_key IS NOT NULL GROUP BY partition_key),
+ready AS MATERIALIZED (
+  SELECT t.run_id, r.workflow, r.app_version, t.partition_key, t.priority, t.enqueued_at,
+    ${now} - (CASE WHEN t.not_before > t.enqueued_at THEN t.not_before ELSE t.enqueued_at END) AS wait_ms,
+    COALESCE(pl.n, 0) AS partition_running
+  FROM cairn_queue_runs t
+  JOIN cairn_runs r ON r.id = t.run_id
+  LEFT JOIN partition_load pl ON pl.partition_key = t.partition_key
+  WHERE t.run_id IN (SELECT run_id FROM shortlist) AND t.dispatched_at IS NULL AND ${STILL_ENQUEUED}
+    AND (t.not_before IS NULL OR t.not_before <= ${now})
+    AND EXISTS (SELECT 1 FROM open)
+    AND (t.partition_key IS NULL OR (SELECT partition_concurrency FROM q) IS NULL
+      OR COALESCE(pl.n, 0) < (SELECT partition_concurrency FROM q))),
+workers AS MATERIALIZED (
+  SELECT e.id AS executor_id, e.app_version, e.capacity,
+    (SELECT COUNT(*) FROM cairn_runs x WHERE x.executor_id = e.id AND x.status = 'running') AS in_use,
+    (SELECT COUNT(*) FROM active a WHERE a.executor_id = e.id AND a.status = 'running') AS queue_in_use,
+    CASE WHEN e.id = ${d.text("$3")} THEN 1 ELSE 0 END AS is_self
+  FROM cairn_executors e
+  JOIN cairn_executor_queues eq ON eq.executor_id = e.id AND eq.queue = $1
+  WHERE e.heartbeat_at >= ${d.bigint("$4")} AND e.capacity IS NOT NULL),
+candidates AS (
+  SELECT ready.run_id, ready.workflow, ready.partition_key, ready.priority, ready.enqueued_at, ready.wait_ms,
+    ready.partition_running, w.executor_id, w.capacity, w.in_use, w.capacity - w.in_use AS free, w.queue_in_use, w.is_self,
+    CASE WHEN EXISTS (SELECT 1 FROM cairn_executor_partitions p
+      WHERE p.executor_id = w.executor_id AND p.partition_key = ready.partition_key) THEN 1 ELSE 0 END AS serves_partition,
+    (SELECT locality_wait_ms FROM q) AS locality_wait_ms
+  FROM ready
+  JOIN workers w ON w.in_use < w.capacity AND w.app_version = ready.app_version
+    AND ((SELECT worker_concurrency FROM q) IS NULL OR w.queue_in_use < (SELECT worker_concurrency FROM q)))`;
+}
+
+/** The next decision under `policySql`: one row (run_id, executor_id) or none. */
+export function nextDecision(d: SqlDialect, policySql: string): Statement {
+  return { text: `${candidatesSql(d)}\nSELECT p.run_id, p.executor_id FROM (${policySql}) p LIMIT 1` };
+}
+
+/**
+ * PostgreSQL only: the next decision, taken and recorded in one statement (one round trip instead
+ * of three; SQLite, in-process, has no data-modifying CTEs and needs none). $5 is the policy's name.
+ */
+export function decideInOne(d: SqlDialect, policySql: string): Statement {
+  return {
+    text: `${candidatesSql(d)},
+pick AS (SELECT p.run_id, p.executor_id FROM (${policySql}) p LIMIT 1),
+take AS (
+  UPDATE cairn_runs r SET status = 'running', executor_id = pick.executor_id, updated_at = ${d.bigint("$2")}
+  FROM pick WHERE r.id = pick.run_id AND r.status = 'enqueued' RETURNING r.id, r.executor_id)
+UPDATE cairn_queue_runs t SET dispatched_at = ${d.bigint("$2")}, executor_id = take.executor_id, policy = ${d.text("$5")}
+FROM take WHERE t.run_id = take.id RETURNING t.run_id, t.executor_id`,
+  };
+}
+
+export function dispatchStatements(d: SqlDialect) {
+  const s = (name: string, text: string): Statement => ({ name: `cairn_queue_${name}`, text });
+  return {
+    /** Dispatchers of one queue take turns (PostgreSQL; SQLite's writer is alone anyway). */
+    lockQueue: s("lock", `SELECT name FROM cairn_queues WHERE name = $1 ${d.forUpdate}`),
+    /** $1 run, $2 executor, $3 now. */
+    takeRun: s("take_run", `UPDATE cairn_runs SET status = 'running', executor_id = $2, updated_at = $3 WHERE id = $1 AND status = 'enqueued'`),
+    /** $1 run, $2 executor, $3 now, $4 policy: the decision, for anyone to read in SQL. */
+    record: s("record", `UPDATE cairn_queue_runs SET dispatched_at = $3, executor_id = $2, policy = $4 WHERE run_id = $1`),
+    /** Is anything of these queues ($1 list) ready now ($2)? A read before taking the write lock. */
+    anyReady: s(
+      "any_ready",
+      `SELECT t.queue FROM cairn_queue_runs t JOIN cairn_runs r ON r.id = t.run_id
+       WHERE ${d.inList("t.queue", "$1")} AND t.dispatched_at IS NULL AND ${STILL_ENQUEUED}
+         AND (t.not_before IS NULL OR t.not_before <= ${d.bigint("$2")}) GROUP BY t.queue`,
+    ),
+    /** When something of these queues may become ready: the next delayed start, the rate windows' ends. */
+    nextDelayed: s(
+      "next_delayed",
+      `SELECT MIN(t.not_before) AS w FROM cairn_queue_runs t WHERE ${d.inList("t.queue", "$1")} AND t.dispatched_at IS NULL
+         AND t.not_before > ${d.bigint("$2")}`,
+    ),
+    nextRateWindow: s(
+      "next_rate_window",
+      `SELECT MIN(t.dispatched_at + q.rate_period_ms) AS w FROM cairn_queue_runs t JOIN cairn_queues q ON q.name = t.queue
+       WHERE ${d.inList("t.queue", "$1")} AND q.rate_limit IS NOT NULL AND t.dispatched_at > ${d.bigint("$2")} - q.rate_period_ms`,
+    ),
+    /** The runs dispatched to this executor ($1) that it has not loaded: it loads them. */
+    assigned: s("assigned", `SELECT id FROM cairn_runs WHERE executor_id = $1 AND status = 'running'`),
+    /** Rows of executors that are gone. */
+    sweepQueues: s("sweep_queues", `DELETE FROM cairn_executor_queues WHERE executor_id NOT IN (SELECT id FROM cairn_executors)`),
+    sweepPartitions: s("sweep_partitions", `DELETE FROM cairn_executor_partitions WHERE executor_id NOT IN (SELECT id FROM cairn_executors)`),
+    serveQueue: s("serve_queue", `INSERT INTO cairn_executor_queues (executor_id, queue) VALUES ($1, $2) ON CONFLICT DO NOTHING`),
+    servePartition: s("serve_partition", `INSERT INTO cairn_executor_partitions (executor_id, partition_key) VALUES ($1, $2) ON CONFLICT DO NOTHING`),
+    /** $1..$10: a queue's declaration, stored (the latest declaration wins). */
+    upsertQueue: s(
+      "upsert",
+      `INSERT INTO cairn_queues (name, concurrency, worker_concurrency, partition_concurrency, rate_limit, rate_period_ms, priority,
+         policy, policy_sql, locality_wait_ms, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+       ON CONFLICT (name) DO UPDATE SET concurrency = excluded.concurrency, worker_concurrency = excluded.worker_concurrency,
+         partition_concurrency = excluded.partition_concurrency, rate_limit = excluded.rate_limit,
+         rate_period_ms = excluded.rate_period_ms, priority = excluded.priority, policy = excluded.policy,
+         policy_sql = excluded.policy_sql, locality_wait_ms = excluded.locality_wait_ms, updated_at = excluded.updated_at`,
+    ),
+  };
+}

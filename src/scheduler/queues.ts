@@ -1,0 +1,243 @@
+import { createHash } from "node:crypto";
+import { InvalidSpecError } from "../errors.js";
+import type { Connection, Statement } from "../store/connection.js";
+import { POSTGRES, SQLITE, type SqlDialect } from "../store/dialect.js";
+import type { Store } from "../store/store.js";
+import { decideInOne, dispatchStatements, nextDecision } from "./dispatch-sql.js";
+import { queueSpec, type QueueOptions, type QueueSpec } from "./queue-spec.js";
+
+/** One dispatch decision: `executorId` took `runId` (also in `cairn_queue_runs`). */
+export interface QueueDecision {
+  queue: string;
+  runId: string;
+  executorId: string;
+}
+
+/** What an executor serves: by default every queue declared in its process, and no partition. */
+export interface ServeOptions {
+  /** The queues this executor takes runs of (each must be declared here). Default: all declared. */
+  queues?: string[];
+  /** Partition keys this executor serves first (the "locality" policy). */
+  partitions?: string[];
+}
+
+/** How many decisions one dispatch transaction makes before letting other writers in. */
+const DECISIONS_PER_PASS = 100;
+
+/**
+ * The queues declared in one process, and their dispatch. Any executor that declared a queue
+ * dispatches it: it asks the queue's policy for the next (run, executor) pair and commits each
+ * answer, for itself or for a peer serving the queue, under the queue's row lock (PostgreSQL) or
+ * SQLite's one writer, so two dispatchers never both fill the last slot of a limit. A peer learns
+ * of its runs by NOTIFY (PostgreSQL), a poke (same process) or its next poll, and loads them.
+ *
+ * Failure semantics: a decision is one transaction with the run's move to `running`: a dispatcher
+ * that dies mid-pass leaves each run either still queued or dispatched, never both. A run
+ * dispatched to an executor that dies before (or while) running it is taken over like any run of a
+ * dead executor — at once when the death is observable, else after the lease — and keeps its slot
+ * meanwhile (it is still running, as far as the limits can tell).
+ */
+export class Queues {
+  private readonly specs = new Map<string, QueueSpec>();
+  private readonly unsynced = new Set<string>();
+  private readonly dialect: SqlDialect;
+  private readonly sql: ReturnType<typeof dispatchStatements>;
+  private readonly nextStatements = new Map<string, Statement>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly serve: ServeOptions = {},
+  ) {
+    this.dialect = store.backend === "postgres" ? POSTGRES : SQLITE;
+    this.sql = dispatchStatements(this.dialect);
+    for (const [field, list] of [
+      ["queues", serve.queues],
+      ["partitions", serve.partitions],
+    ] as const) {
+      if (list !== undefined && (!Array.isArray(list) || list.some((item) => typeof item !== "string" || item === ""))) {
+        throw new InvalidSpecError(`serve.${field}`, list, "must be an array of non-empty strings");
+      }
+    }
+  }
+
+  declare(name: string, options: QueueOptions = {}): QueueSpec {
+    const spec = queueSpec(name, options);
+    if (this.specs.has(name)) throw new InvalidSpecError("name", name, "a queue with this name is already declared in this process");
+    this.specs.set(name, spec);
+    this.unsynced.add(name);
+    return spec;
+  }
+
+  /** Whether any queue is declared in this process. */
+  get declared(): boolean {
+    return this.specs.size > 0;
+  }
+
+  get(name: string): QueueSpec | undefined {
+    return this.specs.get(name);
+  }
+
+  /** The queues this process's executor takes runs of. */
+  served(): string[] {
+    const declared = [...this.specs.keys()];
+    return this.serve.queues === undefined ? declared : this.serve.queues.filter((name) => this.specs.has(name));
+  }
+
+  /** Stores the declarations not stored yet (the latest declaration of a name wins). */
+  async sync(now: number): Promise<void> {
+    for (const name of [...this.unsynced]) {
+      const q = this.specs.get(name)!;
+      await this.store.commit(null, [
+        {
+          type: "insert",
+          table: "cairn_queues",
+          values: {
+            name: q.name,
+            concurrency: q.concurrency,
+            worker_concurrency: q.workerConcurrency,
+            partition_concurrency: q.partitionConcurrency,
+            rate_limit: q.rateLimit,
+            rate_period_ms: q.ratePeriodMs,
+            priority: q.priority ? 1 : 0,
+            policy: q.policy,
+            policy_sql: q.policySql,
+            locality_wait_ms: q.localityWaitMs,
+            updated_at: now,
+          },
+          onConflict: {
+            keys: ["name"],
+            action: "update",
+          },
+        },
+      ]);
+      if (q.policy === "sql") await this.tryPolicy(q, now);
+      this.unsynced.delete(name);
+    }
+  }
+
+  /**
+   * A user policy is checked for its shape when declared (one SELECT); whether its columns exist
+   * only the database can say, so it runs once, as a read, when first stored: a typo fails
+   * `launch()` or `enqueue` with the database's words instead of every dispatch failing later.
+   */
+  private async tryPolicy(q: QueueSpec, now: number): Promise<void> {
+    try {
+      await this.store.select(this.nextStatement(q.policySql).text, [q.name, now, "", now]);
+    } catch (error) {
+      this.specs.delete(q.name);
+      this.unsynced.delete(q.name);
+      throw new InvalidSpecError("policy.sql", q.policySql, `the database refused it: ${(error as Error)?.message ?? String(error)}`);
+    }
+  }
+
+  /** Writes what `executorId` serves (after it registered), and sweeps the rows of executors that are gone. */
+  async register(executorId: string, now: number): Promise<boolean> {
+    if (this.serve.queues !== undefined) {
+      for (const name of this.serve.queues) {
+        if (!this.specs.has(name)) throw new InvalidSpecError("serve.queues", name, "no queue of this name is declared in this process");
+      }
+    }
+    await this.sync(now);
+    const done = await this.store.claimWith(executorId, now, async (db) => {
+      await db.run(this.sql.sweepQueues, []);
+      await db.run(this.sql.sweepPartitions, []);
+      for (const queue of this.served()) await db.run(this.sql.serveQueue, [executorId, queue]);
+      for (const key of this.serve.partitions ?? []) await db.run(this.sql.servePartition, [executorId, key]);
+      return true;
+    });
+    return done !== null;
+  }
+
+  /**
+   * Dispatches every queue declared here that has a run ready. Returns the decisions and when to look
+   * again (a delayed start, the end of a rate window), or null when the dispatcher's own executor row
+   * is gone (peers presumed it dead: nothing was dispatched).
+   */
+  async dispatch(
+    executorId: string,
+    now: number,
+    leaseMs: number,
+  ): Promise<{ decisions: QueueDecision[]; more: boolean; nextWakeAt: number | null } | null> {
+    const names = [...this.specs.keys()];
+    if (names.length === 0) return { decisions: [], more: false, nextWakeAt: null };
+    await this.sync(now);
+    const list = this.dialect.list(names);
+    const ready = await this.store.select<{ queue: string }>(this.sql.anyReady.text, [list, now]);
+    const decisions: QueueDecision[] = [];
+    let more = false;
+    for (const { queue } of ready) {
+      const spec = this.specs.get(queue)!;
+      // A read first: a queue at its limits (every executor full, the rate spent) costs no write
+      // transaction — on a SQLite file shared by processes, no turn at the one write lock.
+      const [possible] = await this.store.select(this.nextStatement(spec.policySql).text, [spec.name, now, executorId, now - leaseMs]);
+      if (possible === undefined) continue;
+      const taken = await this.store.claimWith(executorId, now, async (db, wake) => {
+        const decided = await this.decide(db, spec, executorId, now, leaseMs);
+        // Peers hear of it only when it gave someone else a run: a pass that decided nothing, or
+        // only for itself, wakes nobody (else every dispatch would wake every peer into another).
+        if (decided.some((d) => d.executorId !== executorId)) wake();
+        return decided;
+      });
+      if (taken === null) return null;
+      decisions.push(...taken);
+      if (taken.length === DECISIONS_PER_PASS) more = true;
+    }
+    return { decisions, more, nextWakeAt: await this.nextWakeAt(list, now) };
+  }
+
+  private async decide(db: Connection, spec: QueueSpec, executorId: string, now: number, leaseMs: number): Promise<QueueDecision[]> {
+    await db.all(this.sql.lockQueue, [spec.name]);
+    const decisions: QueueDecision[] = [];
+    if (this.dialect.name === "postgres") {
+      const decide = this.named(`one:${spec.policySql}`, () => decideInOne(this.dialect, spec.policySql));
+      while (decisions.length < DECISIONS_PER_PASS) {
+        const [taken] = await db.all<{ run_id: string; executor_id: string }>(decide, [spec.name, now, executorId, now - leaseMs, spec.policy]);
+        if (taken === undefined) break;
+        decisions.push({ queue: spec.name, runId: String(taken.run_id), executorId: String(taken.executor_id) });
+      }
+      return decisions;
+    }
+    const next = this.nextStatement(spec.policySql);
+    while (decisions.length < DECISIONS_PER_PASS) {
+      const [pair] = await db.all<{ run_id: string; executor_id: string }>(next, [spec.name, now, executorId, now - leaseMs]);
+      if (pair === undefined) break;
+      const runId = String(pair.run_id);
+      const target = String(pair.executor_id);
+      if ((await db.run(this.sql.takeRun, [runId, target, now])) === 0) {
+        throw new InvalidSpecError("policy", spec.policySql, `returned run ${runId}, which is not a candidate: select from \`candidates\``);
+      }
+      await db.run(this.sql.record, [runId, target, now, spec.policy]);
+      decisions.push({ queue: spec.name, runId, executorId: target });
+    }
+    return decisions;
+  }
+
+  private nextStatement(policySql: string): Statement {
+    return this.named(`next:${policySql}`, () => nextDecision(this.dialect, policySql));
+  }
+
+  /** A statement built once per policy, prepared under a name derived from its text. */
+  private named(key: string, build: () => Statement): Statement {
+    let statement = this.nextStatements.get(key);
+    if (statement === undefined) {
+      const built = build();
+      statement = { name: `cairn_queue_${createHash("sha256").update(built.text).digest("hex").slice(0, 16)}`, text: built.text };
+      this.nextStatements.set(key, statement);
+    }
+    return statement;
+  }
+
+  private async nextWakeAt(list: unknown, now: number): Promise<number | null> {
+    const [delayed] = await this.store.select<{ w: unknown }>(this.sql.nextDelayed.text, [list, now]);
+    const rateLimited = [...this.specs.values()].some((spec) => spec.rateLimit !== null);
+    const [rate] = rateLimited ? await this.store.select<{ w: unknown }>(this.sql.nextRateWindow.text, [list, now]) : [];
+    const times = [delayed?.w, rate?.w].filter((w) => w !== null && w !== undefined).map(Number);
+    return times.length === 0 ? null : Math.min(...times);
+  }
+
+  /** The runs dispatched to `executorId` that are running under it (it loads those it has not). */
+  async assigned(executorId: string): Promise<string[]> {
+    const rows = await this.store.select<{ id: string }>(this.sql.assigned.text, [executorId]);
+    return rows.map((r) => String(r.id));
+  }
+}

@@ -1,0 +1,97 @@
+import type { StoreExtension } from "../../store/extension.js";
+
+/**
+ * The scheduler's queues as the store sees them (the DBOS paper's Task and Worker tables):
+ *
+ * - `cairn_queues`: each queue declared in code (`cairn.queue`), with its limits and its dispatch
+ *   policy, kept in the database so every executor and every SQL reader sees the same.
+ * - `cairn_queue_runs`: the Task table, one row per run enqueued on a queue — its partition key,
+ *   priority, dedup key and earliest start — and, once dispatched, the decision itself: which
+ *   executor took it, when, under which policy.
+ * - `cairn_executor_queues` / `cairn_executor_partitions`: what each executor (a `cairn_executors`
+ *   row, which carries its capacity) serves; the view `cairn_workers` adds what is in use and free. Rows of executors that are gone are ignored (every
+ *   reader joins `cairn_executors`) and swept by the dispatcher.
+ *
+ * A queued run is a `cairn_runs` row with status `enqueued` and a Task row not yet dispatched; the
+ * core claim leaves such runs alone (`holdsRuns`), and a dispatch makes them `running` under the
+ * executor the policy chose. From then on the run lives as any other: leases, fencing, takeover.
+ */
+export const QUEUES_EXTENSION: StoreExtension = {
+  name: "queues",
+  migrations: [
+    {
+      version: 1,
+      name: "queues",
+      statements: [
+        `CREATE TABLE cairn_queues (
+          name TEXT PRIMARY KEY,
+          concurrency INTEGER,
+          worker_concurrency INTEGER,
+          partition_concurrency INTEGER,
+          rate_limit INTEGER,
+          rate_period_ms BIGINT,
+          priority INTEGER NOT NULL DEFAULT 0,
+          policy TEXT NOT NULL,
+          policy_sql TEXT NOT NULL,
+          locality_wait_ms BIGINT NOT NULL DEFAULT 0,
+          updated_at BIGINT NOT NULL
+        )`,
+        `CREATE TABLE cairn_queue_runs (
+          run_id TEXT PRIMARY KEY,
+          queue TEXT NOT NULL,
+          partition_key TEXT,
+          priority INTEGER NOT NULL DEFAULT 0,
+          dedup_key TEXT,
+          not_before BIGINT,
+          enqueued_at BIGINT NOT NULL,
+          dispatched_at BIGINT,
+          executor_id TEXT,
+          policy TEXT
+        )`,
+        // The runs waiting for a dispatch, in the order policies read them.
+        `CREATE INDEX cairn_queue_runs_waiting ON cairn_queue_runs (queue, priority, enqueued_at) WHERE dispatched_at IS NULL`,
+        // The first waiting run of each partition key (fair sharing), and the keys themselves.
+        `CREATE INDEX cairn_queue_runs_partition_waiting ON cairn_queue_runs (queue, partition_key, priority, enqueued_at) WHERE dispatched_at IS NULL`,
+        // The rate limit counts a queue's recent dispatches.
+        `CREATE INDEX cairn_queue_runs_dispatched ON cairn_queue_runs (queue, dispatched_at) WHERE dispatched_at IS NOT NULL`,
+        // One run per live dedup key: a key whose run finished is cleared by the next enqueue with it.
+        `CREATE UNIQUE INDEX cairn_queue_runs_dedup ON cairn_queue_runs (queue, dedup_key)`,
+        `CREATE TABLE cairn_executor_queues (
+          executor_id TEXT NOT NULL,
+          queue TEXT NOT NULL,
+          PRIMARY KEY (executor_id, queue)
+        )`,
+        // The Worker table as the paper has it: each executor with its capacity, what is in use
+        // (its running runs, counted, so it is never stale) and what is free.
+        `CREATE VIEW cairn_workers AS
+          SELECT e.id, e.hostname, e.pid, e.app_version, e.capacity,
+            (SELECT COUNT(*) FROM cairn_runs r WHERE r.executor_id = e.id AND r.status = 'running') AS in_use,
+            e.capacity - (SELECT COUNT(*) FROM cairn_runs r WHERE r.executor_id = e.id AND r.status = 'running') AS free,
+            e.started_at, e.heartbeat_at
+          FROM cairn_executors e`,
+        `CREATE TABLE cairn_executor_partitions (
+          executor_id TEXT NOT NULL,
+          partition_key TEXT NOT NULL,
+          PRIMARY KEY (executor_id, partition_key)
+        )`,
+      ],
+    },
+  ],
+  tables: ["cairn_queues", "cairn_queue_runs", "cairn_executor_queues", "cairn_executor_partitions"],
+  stepKinds: [],
+  hooks: {
+    holdsRuns: `EXISTS (SELECT 1 FROM cairn_queue_runs q WHERE q.run_id = cairn_runs.id AND q.dispatched_at IS NULL)`,
+    // A queued run cancelled before its dispatch leaves the waiting runs (marked, not dispatched:
+    // the rate limit does not count it), so dispatch never reads past it again.
+    onCancel: [
+      `UPDATE cairn_queue_runs SET dispatched_at = (SELECT updated_at FROM cairn_runs WHERE id = $1), policy = 'cancelled'
+       WHERE run_id = $1 AND dispatched_at IS NULL`,
+    ],
+    // A resumed queued run waits for its queue again, under the queue's limits.
+    onResume: [
+      `UPDATE cairn_queue_runs SET dispatched_at = NULL, executor_id = NULL, policy = NULL
+       WHERE run_id = $1 AND EXISTS (SELECT 1 FROM cairn_runs r WHERE r.id = $1 AND r.status = 'enqueued')`,
+    ],
+    onDelete: { runTables: ["cairn_queue_runs"], payloadColumns: [] },
+  },
+};
