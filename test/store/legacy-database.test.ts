@@ -103,6 +103,7 @@ describe.each(BACKENDS)("a database from before layers, on $name", (backend) => 
       "core 2 replay order",
       "core 3 executor-namespace-and-recovery-base",
       "core 4 retention",
+      "cron 1 schedules",
     ]);
     const legacyList = await rows(backend, database, "SELECT version FROM cairn_migrations ORDER BY version");
     expect(legacyList.map((r) => Number(r.version))).toEqual([1, 2, 3, 4, 5, 6]);
