@@ -24,7 +24,7 @@ export async function measureLatency(producer: Producer, samples: number, firstI
 
 export interface Throughput {
   runs: number;
-  /** Runs finished per second while the queue was full: between 10% and 90% of them finished (the database's count). */
+  /** Runs finished per second once the executors were finishing them (see completionRate). */
   runsPerSecond: number;
   /** From the executors' start until the database counted every run finished (their start-up included). */
   drainMs: number;
@@ -66,17 +66,16 @@ export async function waitCompleted(producer: Producer, target: number, timeoutM
 }
 
 /**
- * Finishes per second while the queue was full, from the count's readings: from the last reading
- * below 10% of `runs` finished (after `before`) to the first at or past 90%, so neither the
- * executors' start-up nor the last stragglers count. (Starting from the last reading below 10%
- * rather than the first past it keeps the window open when a batch crosses both marks at once.)
+ * Finishes per second once the executors were finishing runs: from the first reading that counts
+ * any (the runs it counts are left out) to the reading that counts them all. Executors finish in
+ * bursts (a group commit, a batch claimed at once), so a window between two percentiles can fall
+ * inside one burst; this one cannot, and it leaves out the executors' start-up. When everything
+ * finished in one burst there is no window: the rate is that of the whole drain.
  */
-export function completionRate(samples: readonly CountSample[], before: number, runs: number): number {
-  const hiIndex = samples.findIndex((s) => s.done - before >= 0.9 * runs);
-  let loIndex = samples.findIndex((s) => s.done - before >= 0.1 * runs) - 1;
-  if (hiIndex < 0) return NaN;
-  loIndex = Math.max(0, Math.min(loIndex, hiIndex - 1));
-  const lo = samples[loIndex]!;
-  const hi = samples[hiIndex]!;
-  return hi.at > lo.at ? ((hi.done - lo.done) * 1000) / (hi.at - lo.at) : NaN;
+export function completionRate(samples: readonly CountSample[], before: number, runs: number, drainStart: number): number {
+  const first = samples.find((s) => s.done > before);
+  const last = samples.find((s) => s.done - before >= runs);
+  if (first === undefined || last === undefined) return NaN;
+  if (last.at > first.at && first.done - before < runs) return ((last.done - first.done) * 1000) / (last.at - first.at);
+  return (runs * 1000) / (last.at - drainStart);
 }

@@ -146,7 +146,12 @@ async function main(): Promise<void> {
     ]),
   );
   console.log("\nCairn on PostgreSQL against each peer (same run, same server):\n");
-  console.log(renderTable([["peer", "throughput, Cairn ÷ peer", "p99 latency, peer ÷ Cairn"], ...ratios.map((r) => [r.peer, formatRatio(r.throughput), formatRatio(r.p99)])]));
+  console.log(
+    renderTable([
+      ["peer", "throughput, Cairn ÷ peer", "p99 latency, peer ÷ Cairn"],
+      ...ratios.map((r) => [r.peer, formatRatio(r.throughput), formatRatio(r.p99)]),
+    ]),
+  );
   console.log("\nSettings:");
   for (const r of rows) console.log(`  ${r.arm}: ${r.settings}`);
 }
@@ -192,7 +197,12 @@ async function measureArm(arm: ArmSpec, scratch: ScratchDatabase, latencySamples
     const drainMs = counts.at(-1)!.at - begin;
     return {
       latencies,
-      throughput: { runs: throughputRuns, runsPerSecond: completionRate(counts, before, throughputRuns), drainMs, enqueuePerSecond: (throughputRuns * 1000) / enqueueMs },
+      throughput: {
+        runs: throughputRuns,
+        runsPerSecond: completionRate(counts, before, throughputRuns, begin),
+        drainMs,
+        enqueuePerSecond: (throughputRuns * 1000) / enqueueMs,
+      },
     };
   } finally {
     await producer.close();

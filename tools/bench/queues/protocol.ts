@@ -9,7 +9,4 @@ export type ParentMessage =
 
 /** What a worker process tells main.ts. */
 export type WorkerMessage =
-  | { type: "ready" }
-  | { type: "started"; i: number; at: number }
-  | { type: "latency"; latencies: number[] }
-  | { type: "stopped" };
+  { type: "ready" } | { type: "started"; i: number; at: number } | { type: "latency"; latencies: number[] } | { type: "stopped" };
