@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { ScratchPostgres } from "../bench/scratch-databases.js";
 import { renderTable } from "../bench/stats.js";
@@ -7,7 +7,7 @@ import { measureCosts } from "./measure.js";
 import { simulate, type SimSettings } from "./sim.js";
 
 /**
- * `npm run scale:sim [-- --quick] [-- --costs <file.json>] [-- --json] [-- --steps <n>] [-- --rtt-us <n>]`
+ * `npm run scale:sim [-- --quick] [-- --costs <file.json> | --save-costs <file.json>] [-- --json] [-- --steps <n>] [-- --rtt-us <n>]`
  *
  * Measures one partition's costs on the local PostgreSQL (or reads them from --costs), then
  * simulates N executors × M partitions (sim.ts) and prints the predicted throughput.
@@ -23,6 +23,7 @@ async function main(): Promise<void> {
       quick: { type: "boolean", default: false },
       json: { type: "boolean", default: false },
       costs: { type: "string" },
+      "save-costs": { type: "string" },
       postgres: { type: "string" },
       steps: { type: "string", default: "10" },
       "runs-per-executor": { type: "string", default: "64" },
@@ -35,6 +36,7 @@ async function main(): Promise<void> {
     values.costs === undefined
       ? await measured(values.postgres ?? process.env.CAIRN_BENCH_POSTGRES_URL ?? LOCAL_POSTGRES, quick)
       : (JSON.parse(readFileSync(values.costs, "utf8")) as Costs);
+  if (values["save-costs"] !== undefined) writeFileSync(values["save-costs"], `${JSON.stringify(costs, null, 2)}\n`);
   const assignment = values.assignment === "local" ? "local" : "all";
   const base: Omit<SimSettings, "executors" | "partitions"> = {
     stepsPerRun: positive("--steps", values.steps!),
