@@ -7,6 +7,7 @@ import { agentContext, type AgentContext, type AgentSettings } from "./ai/agent-
 import { readStream, type StreamChunk } from "./ai/stream-chunks.js";
 import { fromToolLoopAgent, isToolLoopAgent, type CairnAgentOptions } from "./ai/tool-loop-agent.js";
 import { AGENTS_EXTENSION } from "./ai/schema/agents-extension.js";
+import { CRON_EXTENSION, CronScheduler, validateSchedule, type ScheduleSpec } from "./scheduler/cron/index.js";
 import { CairnRuntime, type CairnOptions, type ForkOptions, type SendOptions } from "./scheduler/runtime.js";
 import type { RunHandle } from "./engine/run-handle.js";
 import type { Workflow, WorkflowOptions } from "./engine/workflow.js";
@@ -58,6 +59,7 @@ export class Cairn {
   readonly #supervisorSpecs = new Map<string, ResolvedSpec>();
   readonly #agentSettings: AgentSettings;
   readonly #tracing: OpenTelemetryTracing;
+  readonly #cron: CronScheduler;
 
   constructor(options: CairnOptions = {}) {
     // Checked before the store opens, so that a bad key leaves nothing open.
@@ -80,6 +82,9 @@ export class Cairn {
       poke: () => runtime.poke(),
       specs: this.#supervisorSpecs,
     });
+    // Cron: schedules kept in cairn_schedules, fired by every executor that declares them.
+    runtime.store().register(CRON_EXTENSION);
+    this.#cron = new CronScheduler(runtime, options.onError ?? ((error) => console.error("[cairn]", error)));
     attachRuntime(this, runtime);
     this.approvals = new Approvals({
       ready: () => runtime.readyStore(),
@@ -140,17 +145,31 @@ export class Cairn {
     this.#runtime.queue(name, options);
   }
 
-  /** Migrates the database, registers this executor, and recovers or resumes every run it may. */
-  launch(): Promise<void> {
-    return this.#runtime.launch();
+  /**
+   * Declares a cron schedule: each tick of `cron` (in `timezone`) starts a run of `workflow` with
+   * `input`, under the id `cron:<name>:<tick, ISO 8601 UTC>`. Kept in `cairn_schedules` from
+   * `launch`; fired by whichever executors declare it, once per tick however many race (see
+   * CronScheduler for the failure semantics, ScheduleSpec for `catchUp` after downtime). Bad input
+   * throws an InvalidSpecError here, before anything is stored.
+   */
+  schedule<Input>(name: string, spec: ScheduleSpec<Input>): void {
+    const runtime = this.#runtime;
+    this.#cron.declare(validateSchedule(name, spec, (workflow) => runtime.isRegistered(workflow), runtime.clock.now()));
+  }
+
+  /** Migrates the database, registers this executor, recovers or resumes every run it may, and starts the schedules. */
+  async launch(): Promise<void> {
+    await this.#runtime.launch();
+    await this.#cron.start();
   }
 
   /**
    * Stops this executor; its unfinished runs are taken over by the next executor that looks.
    * Returns within about 10 s even when the database is unreachable.
    */
-  shutdown(): Promise<void> {
-    return this.#runtime.shutdown();
+  async shutdown(): Promise<void> {
+    await this.#cron.stop();
+    await this.#runtime.shutdown();
   }
 
   /** A handle on an existing run (nothing is read until you call a method). */

@@ -1,6 +1,7 @@
 export { Cairn } from "./cairn.js";
 export type { UiOptions, UiServer } from "./ui/host.js";
 export type { CairnOptions, ForkOptions, SendOptions } from "./scheduler/runtime.js";
+export type { CatchUp, ScheduleSpec } from "./scheduler/cron/index.js";
 export type { RetentionOptions } from "./scheduler/retention-policy.js";
 export type { DeletedRuns, FinishedStatus, RunDeleteFilter } from "./store/retention.js";
 export { MAX_NAME_LENGTH } from "./engine/names.js";

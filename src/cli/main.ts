@@ -13,6 +13,7 @@ import { fork } from "./commands/fork.js";
 import { mockLlm } from "./commands/mock-llm.js";
 import { resume } from "./commands/resume.js";
 import { runs } from "./commands/runs.js";
+import { schedules } from "./commands/schedules.js";
 import { send } from "./commands/send.js";
 import { show } from "./commands/show.js";
 import { sql } from "./commands/sql.js";
@@ -30,6 +31,7 @@ const COMMANDS: readonly Command[] = [
   ...[deleteCommand, gc],
   ui,
   ...[executors, queues],
+  ...[schedules],
 ];
 
 /** Runs the CLI on `argv` (without `node main.js`) and returns the exit code. */

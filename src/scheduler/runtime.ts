@@ -250,6 +250,12 @@ export class CairnRuntime implements WorkflowHost, RunHost {
     return new RunHandle(this, runId);
   }
 
+  /** Whether `workflow` was registered on this runtime (the object `workflow()` returned). */
+  isRegistered(workflow: { name: string }): boolean {
+    const fn = (workflow as { fn?: unknown }).fn;
+    return fn !== undefined && this.workflows.get(workflow.name) === fn;
+  }
+
   /** Migrates the database, registers this executor, and recovers or resumes every run it may. */
   async launch(): Promise<void> {
     await this.ready();

@@ -104,6 +104,7 @@ describe.each(BACKENDS)("a database from before layers, on $name", (backend) => 
       "core 3 executor-namespace-and-recovery-base",
       "core 4 retention",
       "core 5 executor-capacity",
+      "cron 1 schedules",
       "queues 1 queues",
       "supervision 1 supervision",
       "telemetry 1 trace contexts",

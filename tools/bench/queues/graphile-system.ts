@@ -1,0 +1,58 @@
+import { Logger, makeWorkerUtils, run, runMigrations } from "graphile-worker";
+import pg from "pg";
+import { PER_PROCESS_CONCURRENCY, type BenchInput, type Producer, type QueueSystem } from "./system.js";
+
+/**
+ * graphile-worker 0.17: each executor process is a runner with `concurrency` job slots, woken by
+ * LISTEN/NOTIFY (polling every 2 s as a fallback); the producer calls `addJob`. A completed job is
+ * deleted, so completions are counted as jobs added minus jobs left.
+ */
+const TASK = "bench";
+
+export function graphileSystem(): QueueSystem {
+  let added = 0;
+  return {
+    name: "graphile-worker",
+    settings: `defaults: LISTEN/NOTIFY, pollInterval 2000 ms; concurrency ${PER_PROCESS_CONCURRENCY} per process`,
+    async prepare(database) {
+      await runMigrations({ connectionString: database, logger: quiet });
+    },
+    async startWorker(database, _index, onStart) {
+      const runner = await run({
+        connectionString: database,
+        concurrency: PER_PROCESS_CONCURRENCY,
+        noHandleSignals: true,
+        logger: quiet,
+        taskList: {
+          [TASK]: async (payload) => {
+            onStart(payload as BenchInput);
+          },
+        },
+      });
+      return { stop: () => runner.stop() };
+    },
+    async openProducer(database): Promise<Producer> {
+      const utils = await makeWorkerUtils({ connectionString: database, logger: quiet });
+      const reader = new pg.Pool({ connectionString: database, max: 1 });
+      reader.on("error", () => undefined); // an idle connection's error: the next query reconnects
+      return {
+        async enqueue(id, input) {
+          await utils.addJob(TASK, input, { jobKey: id });
+          added++;
+        },
+        async completed() {
+          const result = await reader.query<{ n: string }>("SELECT count(*) AS n FROM graphile_worker._private_jobs");
+          return added - Number(result.rows[0]?.n);
+        },
+        async close() {
+          await utils.release();
+          await reader.end();
+        },
+      };
+    },
+  };
+}
+
+const quiet = new Logger(() => (level: string, message: string) => {
+  if (level === "error") console.error("[graphile-worker]", message);
+});
