@@ -1,4 +1,3 @@
-import { createRequire } from "node:module";
 import {
   context,
   ROOT_CONTEXT,
@@ -14,12 +13,13 @@ import {
 import type { RunEnd, RunTrace, RunTracing, OperationEnd, OperationTrace, OperationTraceSpec, TraceAttributes } from "../../engine/tracing.js";
 import type { RunRow, StepKind, Store, WriteOp } from "../../store/store.js";
 import { errorFromText } from "../../store/value/index.js";
+import { cairnVersion } from "../../util/package-version.js";
 import { TRACE_CONTEXT_TABLE } from "./telemetry-extension.js";
 import { formatTraceContext, parseTraceContext, type StoredTraceContext } from "./trace-context.js";
 
 /** The instrumentation scope spans are made under. */
 export const TRACER_NAME = "cairn";
-const TRACER_VERSION = (createRequire(import.meta.url)("../../../package.json") as { version: string }).version;
+const TRACER_VERSION = cairnVersion();
 
 /**
  * The kinds of operations that get a span when they act live: the ones that do work worth seeing
