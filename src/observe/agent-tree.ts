@@ -49,36 +49,17 @@ export async function loadAgentTree(store: ReadStore, run: RunRow): Promise<Agen
   );
   const root = rows.find((r) => r.id === run.id);
   if (root === undefined || (rows.length === 1 && num(root.model_calls) === 0)) return undefined;
-  const children = new Map<string, TreeRow[]>();
-  for (const row of rows) {
-    if (row.id === run.id || row.parent_id === null) continue;
-    children.set(row.parent_id, [...(children.get(row.parent_id) ?? []), row]);
-  }
-  const ordered: AgentTreeRun[] = [];
-  // Depth first, iteratively; `seen` guards against a parent_id cycle in a hand-edited database.
-  const seen = new Set<string>();
-  const stack: { row: TreeRow; depth: number }[] = [{ row: root, depth: 0 }];
-  while (stack.length > 0) {
-    const { row, depth } = stack.pop()!;
-    if (seen.has(row.id)) continue;
-    seen.add(row.id);
-    ordered.push({
-      id: row.id,
-      workflow: row.workflow,
-      status: row.status,
-      parentId: row.parent_id,
-      parentSeq: row.parent_seq === null ? null : num(row.parent_seq),
-      depth,
-      modelCalls: num(row.model_calls),
-      totalTokens: num(row.total_tokens),
-      costUsd: num(row.cost_usd),
-    });
-    const kids = (children.get(row.id) ?? []).sort(
-      (a, b) => num(a.parent_seq) - num(b.parent_seq) || num(a.created_at) - num(b.created_at) || a.id.localeCompare(b.id),
-    );
-    for (let i = kids.length - 1; i >= 0; i--) stack.push({ row: kids[i]!, depth: depth + 1 });
-  }
-  return ordered;
+  return walkTree(rows, root).map(({ row, depth }) => ({
+    id: row.id,
+    workflow: row.workflow,
+    status: row.status,
+    parentId: row.parent_id,
+    parentSeq: row.parent_seq === null ? null : num(row.parent_seq),
+    depth,
+    modelCalls: num(row.model_calls),
+    totalTokens: num(row.total_tokens),
+    costUsd: num(row.cost_usd),
+  }));
 }
 
 export function agentTreeJson(tree: readonly AgentTreeRun[]): Record<string, unknown>[] {
@@ -153,36 +134,52 @@ export async function loadRunTree(store: ReadStore, run: RunRow): Promise<RunTre
   );
   const root = rows.find((r) => r.id === run.id);
   if (root === undefined) return [];
-  const children = new Map<string, RunTreeRow[]>();
+  return walkTree(rows, root).map(({ row, depth }) => ({
+    id: row.id,
+    workflow: row.workflow,
+    state: row.state,
+    parentId: row.parent_id,
+    depth,
+    supervisorId: row.supervisor_id,
+    childId: row.child_id,
+    restartCount: num(row.restart_count),
+    lastExitReason: row.last_exit_reason,
+    replacedBy: row.replaced_by,
+    modelCalls: num(row.model_calls),
+    costUsd: num(row.cost_usd),
+  }));
+}
+
+interface TreeLinks {
+  id: string;
+  parent_id: string | null;
+  parent_seq: unknown;
+  created_at: unknown;
+}
+
+/**
+ * The runs below `root`, depth first, each child after its parent in the order the parent started
+ * them (parent_seq, then created_at, then id). Iterative, and `seen` guards against a parent_id
+ * cycle in a hand-edited database.
+ */
+function walkTree<Row extends TreeLinks>(rows: readonly Row[], root: Row): { row: Row; depth: number }[] {
+  const children = new Map<string, Row[]>();
   for (const row of rows) {
-    if (row.id === run.id || row.parent_id === null) continue;
+    if (row.id === root.id || row.parent_id === null) continue;
     children.set(row.parent_id, [...(children.get(row.parent_id) ?? []), row]);
   }
-  const ordered: RunTreeNode[] = [];
+  const ordered: { row: Row; depth: number }[] = [];
   const seen = new Set<string>();
-  const stack: { row: RunTreeRow; depth: number }[] = [{ row: root, depth: 0 }];
+  const stack: { row: Row; depth: number }[] = [{ row: root, depth: 0 }];
   while (stack.length > 0) {
-    const { row, depth } = stack.pop()!;
-    if (seen.has(row.id)) continue;
-    seen.add(row.id);
-    ordered.push({
-      id: row.id,
-      workflow: row.workflow,
-      state: row.state,
-      parentId: row.parent_id,
-      depth,
-      supervisorId: row.supervisor_id,
-      childId: row.child_id,
-      restartCount: num(row.restart_count),
-      lastExitReason: row.last_exit_reason,
-      replacedBy: row.replaced_by,
-      modelCalls: num(row.model_calls),
-      costUsd: num(row.cost_usd),
-    });
-    const kids = (children.get(row.id) ?? []).sort(
+    const next = stack.pop()!;
+    if (seen.has(next.row.id)) continue;
+    seen.add(next.row.id);
+    ordered.push(next);
+    const kids = (children.get(next.row.id) ?? []).sort(
       (a, b) => num(a.parent_seq) - num(b.parent_seq) || num(a.created_at) - num(b.created_at) || a.id.localeCompare(b.id),
     );
-    for (let i = kids.length - 1; i >= 0; i--) stack.push({ row: kids[i]!, depth: depth + 1 });
+    for (let i = kids.length - 1; i >= 0; i--) stack.push({ row: kids[i]!, depth: next.depth + 1 });
   }
   return ordered;
 }
