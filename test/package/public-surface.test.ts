@@ -22,6 +22,7 @@ const DOCUMENTED = [
   "resume",
   "run",
   "runs",
+  "schedule",
   "send",
   "shutdown",
   "stream",
