@@ -90,3 +90,19 @@ export async function insertRuns(database: string, count: number, base: number):
     }
   }
 }
+
+/**
+ * A queue and a supervisor for the dashboard's tests: `send` runs enqueued on `emails` (declared
+ * with priorities), and `team`, a supervisor whose `worker` child crashes on its first run (a
+ * TypeError) and, restarted as `<team>/worker~1`, waits for a message.
+ */
+export function queuesAndSupervisor(cairn: Cairn): { send: ReturnType<Cairn["workflow"]>; team: ReturnType<Cairn["supervisor"]> } {
+  cairn.queue("emails", { concurrency: 1, priority: true });
+  const send = cairn.workflow("send", async (ctx, to: string) => ctx.step("send", async () => `sent to ${to}`));
+  const flaky = cairn.workflow("flaky", async (ctx) => {
+    if (!ctx.runId.includes("~")) throw new TypeError("tool timed out");
+    await ctx.recv("finish");
+  });
+  const team = cairn.supervisor("team", { intensity: 3, children: [{ id: "worker", workflow: flaky }] });
+  return { send: send as unknown as ReturnType<Cairn["workflow"]>, team };
+}
