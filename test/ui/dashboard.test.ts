@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { storeOf } from "../../src/internal.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
-import { BULK_STATUSES, BULK_WORKFLOWS, insertRuns, launchBrowser, supportDesk } from "./fixture.js";
+import { BULK_STATUSES, BULK_WORKFLOWS, insertQueueRuns, insertRuns, launchBrowser, queuesAndSupervisor, supportDesk } from "./fixture.js";
 
 /**
  * The dashboard in a real browser (Debian's Chromium through playwright-core) against a real
@@ -176,7 +176,7 @@ describe("the dashboard on sqlite: an agent run, seen and steered", () => {
 describe.each(BACKENDS)("the dashboard's run list on $name", (backend) => {
   const env = cairnFactory(backend);
 
-  it(`filters ${RUNS} runs by status, workflow and id, a page at a time`, async () => {
+  it(`filters ${RUNS} runs by status, workflow, queue and id, a page at a time`, async () => {
     const db = await env.database();
     const cairn = env.cairn(db);
     const server = await cairn.ui({ port: 0 });
@@ -184,6 +184,7 @@ describe.each(BACKENDS)("the dashboard's run list on $name", (backend) => {
     try {
       const base = Date.UTC(2026, 10, 1);
       await insertRuns(db, RUNS, base);
+      await insertQueueRuns(db, RUNS, base);
       const { origin, searchParams } = new URL(server.url);
       const auth = { authorization: `Bearer ${searchParams.get("token")}` };
       const timed = async (query: string) => {
@@ -205,12 +206,20 @@ describe.each(BACKENDS)("the dashboard's run list on $name", (backend) => {
         ["failed+workflow", "status=failed&workflow=bulk-export"],
         ["enqueued+workflow", "status=enqueued&workflow=bulk-import"],
         ["id", `q=bulk-${RUNS - 7}`],
+        ["queue", "queue=bulk-q"],
+        ["queue+succeeded", "queue=bulk-q&status=succeeded"],
+        ["rare queue", "queue=rare"],
       ] as const) {
         const answer = await timed(query);
         times[name] = answer.ms;
         expect(answer.runs.length).toBeGreaterThan(0);
         if (query.includes("status=")) expect(new Set(answer.runs.map((r) => r.status))).toEqual(new Set([query.match(/status=(\w+)/)![1]]));
         if (query.includes("workflow=")) expect(new Set(answer.runs.map((r) => r.workflow))).toEqual(new Set([query.match(/workflow=([\w-]+)/)![1]]));
+        if (query.includes("queue=")) {
+          const ids = answer.runs.map((r) => Number(r.id.slice("bulk-".length)));
+          expect(ids.every((i) => i % 10 === 0 && (i % 1000 === 0) === query.includes("rare"))).toBe(true);
+          expect(ids).toEqual([...ids].sort((a, b) => b - a));
+        }
       }
       console.log(`runs page on ${backend.name} with ${RUNS} runs (ms):`, Object.fromEntries(Object.entries(times).map(([k, v]) => [k, Math.round(v)])));
       // The budget is 300 ms on an idle machine; the bound here leaves room for a busy CI host.
