@@ -173,6 +173,80 @@ describe("the dashboard on sqlite: an agent run, seen and steered", () => {
   });
 });
 
+describe("the dashboard on sqlite: queues and supervision", () => {
+  const env = cairnFactory(BACKENDS[0]!);
+
+  it("filters the run list by queue, shows a queued run's dispatch, and a supervisor's tree with a restarted child", async () => {
+    const db = await env.database();
+    const cairn = env.cairn(db, { pollIntervalMs: 30 });
+    const { send, team } = queuesAndSupervisor(cairn);
+    await cairn.launch();
+    const server = await cairn.ui({ port: 0 });
+    const page = await browser.newPage({ viewport: VIEWPORT });
+    try {
+      const origin = new URL(server.url).origin;
+      await send.enqueue("emails", "ada", { id: "mail-0", partitionKey: "tenant-7", priority: 2 });
+      await send.start("direct", { id: "direct-1" });
+      await team.start(undefined, { id: "team-1" });
+      await cairn.run("mail-0").result();
+      await eventually(
+        async () =>
+          (
+            await cairn
+              .run("team-1/worker~1")
+              .status()
+              .catch(() => undefined)
+          )?.status === "waiting",
+      );
+
+      // The queue filter: chosen from the queues declared, kept in the address, only the queued run.
+      await page.goto(server.url);
+      await page.locator('tr[data-run="direct-1"]').waitFor();
+      await page.locator('select[name="queue"] option[value="emails"]').waitFor({ state: "attached" });
+      await page.selectOption('select[name="queue"]', "emails");
+      await expect.poll(() => page.locator("tr[data-run]").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-run")))).toEqual(["mail-0"]);
+      expect(page.url()).toContain("queue=emails");
+      await shot(page, "runs-queue");
+
+      // The queued run's page: its queue, priority, partition key, and the dispatch decision.
+      const [executor] = await storeOf(cairn).select<{ id: string }>("SELECT id FROM cairn_executors");
+      await page.locator('tr[data-run="mail-0"] a').first().click();
+      const queue = page.locator('[data-testid="queue"]');
+      await queue.waitFor();
+      const text = await queue.innerText();
+      expect(text).toMatch(/queue\s+emails/);
+      expect(text).toMatch(/priority\s+2/);
+      expect(text).toMatch(/partition key\s+tenant-7/);
+      expect(text).toMatch(/policy\s+fifo/);
+      expect(text).toContain(executor!.id);
+      await shot(page, "run-queued", true);
+      // A run started directly has no queue section.
+      await open(page, origin, "#/run/direct-1");
+      await page.locator("h1 .status.succeeded").waitFor();
+      expect(await page.locator('[data-testid="queue"]').count()).toBe(0);
+
+      // The supervisor's tree: the crashed child, its last exit, what replaced it, the restart count.
+      await open(page, origin, "#/tree/team-1");
+      await page.locator('[data-testid="tree"] li[data-run="team-1/worker~1"]').waitFor();
+      expect(await page.locator("h1").innerText()).toMatch(/Supervision tree of team-1/);
+      const crashed = await page.locator('li[data-run="team-1/worker"]').innerText();
+      expect(crashed).toMatch(/flaky failed child worker · restarts 0 · last exit: TypeError: tool timed out · replaced by team-1\/worker~1/);
+      expect(await page.locator('li[data-run="team-1/worker~1"]').innerText()).toMatch(
+        /waiting child worker · restarts 1 · last exit: TypeError: tool timed out/,
+      );
+      await page.locator('li[data-run="team-1/worker"] [data-testid="replaced-by"] a').click();
+      await page.locator("h1 .status.waiting").waitFor();
+      expect(page.url()).toContain("#/run/team-1%2Fworker~1");
+      await open(page, origin, "#/tree/team-1");
+      await page.locator('[data-testid="tree"] li[data-run="team-1/worker~1"]').waitFor();
+      await shot(page, "tree-supervision");
+    } finally {
+      await page.close();
+      await server.close();
+    }
+  });
+});
+
 describe.each(BACKENDS)("the dashboard's run list on $name", (backend) => {
   const env = cairnFactory(backend);
 
