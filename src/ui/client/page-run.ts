@@ -119,7 +119,7 @@ export async function runPage(root: HTMLElement, params: Params): Promise<() => 
     if (run.status === "failed" || run.status === "cancelled") {
       actions.append(h("button", { onclick: () => void act("resume", run.id, `Resume run ${run.id} from its journal.`).then(render) }, "Resume"));
     }
-    actions.append(link(`#/tree/${encodeURIComponent(run.id)}`, "Delegation tree"));
+    actions.append(link(`#/tree/${encodeURIComponent(run.id)}`, "Supervision and delegation tree"));
 
     const pending = run.approvals.filter((a) => a.status === "pending");
     return [
