@@ -2,18 +2,23 @@ import { InvalidSpecError } from "../errors.js";
 import type { RunStatus } from "../store/store.js";
 import { hasAgentTables, num } from "./agent-tables.js";
 import type { ReadStore } from "./read-store.js";
+import { hasQueueTables } from "./run-queue.js";
 
 /**
  * One page of the run list (the dashboard's runs page), newest first, read by keyset: a page
  * after the first starts below the last row of the one before, so page 1,000 costs what page 1
  * costs. The order is (created_at, id) descending; the ui layer's indexes (src/ui/schema.ts) serve
- * it with and without a status filter, and `cairn_runs_workflow` with a workflow filter.
+ * it with and without a status filter, and `cairn_runs_workflow` with a workflow filter. A queue
+ * filter reads the queue's run ids from the ui layer's `cairn_queue_runs_queue` (queue, run_id) and
+ * the runs by primary key.
  */
 export interface RunPageQuery {
   status?: RunStatus | undefined;
   workflow?: string | undefined;
   /** An agent's name, or "*" for every run of any agent (a workflow that made a model call). */
   agent?: string | undefined;
+  /** Runs enqueued on this queue (`cairn_queue_runs`); none on a database without queues. */
+  queue?: string | undefined;
   /** Runs whose id starts with this text. */
   idPrefix?: string | undefined;
   /** The cursor of the previous page's last row (`RunPage.next`). */
@@ -60,6 +65,10 @@ export async function listRunPage(store: ReadStore, query: RunPageQuery): Promis
     const agents = query.agent === "*" ? await listAgentNames(store) : [query.agent];
     if (agents.length === 0) return { runs: [], next: null };
     where.push(`workflow IN (${agents.map((a) => param(a)).join(", ")})`);
+  }
+  if (query.queue !== undefined) {
+    if (!(await hasQueueTables(store))) return { runs: [], next: null };
+    where.push(`id IN (SELECT q.run_id FROM cairn_queue_runs q WHERE q.queue = ${param(query.queue)})`);
   }
   if (query.idPrefix !== undefined && query.idPrefix !== "") {
     where.push(`id LIKE ${param(`${query.idPrefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`)} ESCAPE '\\'`);

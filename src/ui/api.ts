@@ -1,12 +1,13 @@
 import { Hono, type Context } from "hono";
 import { CairnError, InvalidSpecError, RunNotFoundError } from "../errors.js";
-import { loadAgentTree, agentTreeJson } from "../observe/agent-tree.js";
+import { loadAgentTree, loadRunTree } from "../observe/agent-tree.js";
 import { loadCostReport } from "../observe/costs.js";
 import { loadRunView, runViewJson } from "../observe/journal.js";
 import { loadModelCall } from "../observe/model-call.js";
 import { loadProvenance, NoSuchStepError } from "../observe/provenance.js";
 import { errorDetail, listOperatorActions, listPendingApprovals, loadRunDetails } from "../observe/run-details.js";
 import { listAgentNames, listRunPage, listWorkflowNames } from "../observe/run-page.js";
+import { listQueueNames, loadRunQueue } from "../observe/run-queue.js";
 import { findRun } from "../observe/runs.js";
 import { operatorQuery } from "../observe/sql.js";
 import type { RunStatus } from "../store/store.js";
@@ -25,6 +26,7 @@ export function apiRoutes(host: UiHost, defaultActor: string): Hono {
       status: (q.status || undefined) as RunStatus | undefined,
       workflow: q.workflow || undefined,
       agent: q.agent || undefined,
+      queue: q.queue || undefined,
       idPrefix: q.q || undefined,
       after: q.after || undefined,
       limit: q.limit === undefined ? undefined : Number(q.limit),
@@ -35,8 +37,8 @@ export function apiRoutes(host: UiHost, defaultActor: string): Hono {
 
   api.get("/filters", async (c) => {
     const store = await host.store();
-    const [workflows, agents] = await Promise.all([listWorkflowNames(store), listAgentNames(store)]);
-    return c.json({ workflows, agents, statuses: ["enqueued", "running", "waiting", "succeeded", "failed", "cancelled"] });
+    const [workflows, agents, queues] = await Promise.all([listWorkflowNames(store), listAgentNames(store), listQueueNames(store)]);
+    return c.json({ workflows, agents, queues, statuses: ["enqueued", "running", "waiting", "succeeded", "failed", "cancelled"] });
   });
 
   api.get("/runs/:id", async (c) => {
@@ -44,7 +46,7 @@ export function apiRoutes(host: UiHost, defaultActor: string): Hono {
     const runId = c.req.param("id");
     const from = c.req.query("from");
     const view = await loadRunView(store, runId, from === undefined ? {} : { from: wholeNumber("from", from) });
-    const [details, actions] = await Promise.all([loadRunDetails(store, runId), listOperatorActions(store, runId)]);
+    const [details, actions, queue] = await Promise.all([loadRunDetails(store, runId), listOperatorActions(store, runId), loadRunQueue(store, runId)]);
     const json = runViewJson(view);
     // The timeline's rows, with each error in full (its stack) and each tool step's input.
     const tools = new Map(details.toolCalls.map((t) => [t.seq, t]));
@@ -67,6 +69,7 @@ export function apiRoutes(host: UiHost, defaultActor: string): Hono {
       journal,
       ...details,
       actions,
+      queue,
     });
   });
 
@@ -82,12 +85,15 @@ export function apiRoutes(host: UiHost, defaultActor: string): Hono {
     const store = await host.store();
     const run = await findRun(store, c.req.param("id"));
     if (run === undefined) throw new RunNotFoundError(c.req.param("id"));
-    const tree = await loadAgentTree(store, run);
-    const root = { id: run.id, workflow: run.workflow, status: run.status, parentId: run.parentId, parentSeq: run.parentSeq, depth: 0 };
+    // Supervision (`cairn tree`: each child's state, restarts, last exit, replacement) and
+    // delegation in one tree; the agents' tokens beside it where there are model calls.
+    const [nodes, agents] = await Promise.all([loadRunTree(store, run), loadAgentTree(store, run)]);
+    const tokens = new Map((agents ?? []).map((a) => [a.id, a.totalTokens]));
+    const parentSeq = new Map((agents ?? []).map((a) => [a.id, a.parentSeq]));
     return c.json({
       runId: run.id,
       rootId: run.rootId,
-      tree: tree === undefined ? [{ ...root, modelCalls: 0, totalTokens: 0, costUsd: 0 }] : agentTreeJson(tree),
+      tree: nodes.map((n) => ({ ...n, status: n.state, parentSeq: parentSeq.get(n.id) ?? null, totalTokens: tokens.get(n.id) ?? 0 })),
     });
   });
 

@@ -31,6 +31,13 @@ export const UI_EXTENSION: StoreExtension = {
         `CREATE INDEX ${ACTIONS_TABLE}_run ON ${ACTIONS_TABLE} (run_id, at)`,
       ],
     },
+    {
+      version: 2,
+      name: "queue filter",
+      // The runs page's queue filter reads a queue's run ids from this index alone. The queues
+      // layer is registered by every Cairn before the dashboard's, so its table exists here.
+      statements: [`CREATE INDEX IF NOT EXISTS cairn_queue_runs_queue ON cairn_queue_runs (queue, run_id)`],
+    },
   ],
   tables: [ACTIONS_TABLE],
   stepKinds: [],

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { storeOf } from "../../src/internal.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
-import { BULK_STATUSES, BULK_WORKFLOWS, insertRuns, launchBrowser, supportDesk } from "./fixture.js";
+import { BULK_STATUSES, BULK_WORKFLOWS, insertQueueRuns, insertRuns, launchBrowser, queuesAndSupervisor, supportDesk } from "./fixture.js";
 
 /**
  * The dashboard in a real browser (Debian's Chromium through playwright-core) against a real
@@ -173,10 +173,84 @@ describe("the dashboard on sqlite: an agent run, seen and steered", () => {
   });
 });
 
+describe("the dashboard on sqlite: queues and supervision", () => {
+  const env = cairnFactory(BACKENDS[0]!);
+
+  it("filters the run list by queue, shows a queued run's dispatch, and a supervisor's tree with a restarted child", async () => {
+    const db = await env.database();
+    const cairn = env.cairn(db, { pollIntervalMs: 30 });
+    const { send, team } = queuesAndSupervisor(cairn);
+    await cairn.launch();
+    const server = await cairn.ui({ port: 0 });
+    const page = await browser.newPage({ viewport: VIEWPORT });
+    try {
+      const origin = new URL(server.url).origin;
+      await send.enqueue("emails", "ada", { id: "mail-0", partitionKey: "tenant-7", priority: 2 });
+      await send.start("direct", { id: "direct-1" });
+      await team.start(undefined, { id: "team-1" });
+      await cairn.run("mail-0").result();
+      await eventually(
+        async () =>
+          (
+            await cairn
+              .run("team-1/worker~1")
+              .status()
+              .catch(() => undefined)
+          )?.status === "waiting",
+      );
+
+      // The queue filter: chosen from the queues declared, kept in the address, only the queued run.
+      await page.goto(server.url);
+      await page.locator('tr[data-run="direct-1"]').waitFor();
+      await page.locator('select[name="queue"] option[value="emails"]').waitFor({ state: "attached" });
+      await page.selectOption('select[name="queue"]', "emails");
+      await expect.poll(() => page.locator("tr[data-run]").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-run")))).toEqual(["mail-0"]);
+      expect(page.url()).toContain("queue=emails");
+      await shot(page, "runs-queue");
+
+      // The queued run's page: its queue, priority, partition key, and the dispatch decision.
+      const [executor] = await storeOf(cairn).select<{ id: string }>("SELECT id FROM cairn_executors");
+      await page.locator('tr[data-run="mail-0"] a').first().click();
+      const queue = page.locator('[data-testid="queue"]');
+      await queue.waitFor();
+      const text = await queue.innerText();
+      expect(text).toMatch(/queue\s+emails/);
+      expect(text).toMatch(/priority\s+2/);
+      expect(text).toMatch(/partition key\s+tenant-7/);
+      expect(text).toMatch(/policy\s+fifo/);
+      expect(text).toContain(executor!.id);
+      await shot(page, "run-queued", true);
+      // A run started directly has no queue section.
+      await open(page, origin, "#/run/direct-1");
+      await page.locator("h1 .status.succeeded").waitFor();
+      expect(await page.locator('[data-testid="queue"]').count()).toBe(0);
+
+      // The supervisor's tree: the crashed child, its last exit, what replaced it, the restart count.
+      await open(page, origin, "#/tree/team-1");
+      await page.locator('[data-testid="tree"] li[data-run="team-1/worker~1"]').waitFor();
+      expect(await page.locator("h1").innerText()).toMatch(/Supervision tree of team-1/);
+      const crashed = await page.locator('li[data-run="team-1/worker"]').innerText();
+      expect(crashed).toMatch(/flaky failed child worker · restarts 0 · last exit: TypeError: tool timed out · replaced by team-1\/worker~1/);
+      expect(await page.locator('li[data-run="team-1/worker~1"]').innerText()).toMatch(
+        /waiting child worker · restarts 1 · last exit: TypeError: tool timed out/,
+      );
+      await page.locator('li[data-run="team-1/worker"] [data-testid="replaced-by"] a').click();
+      await page.locator("h1 .status.waiting").waitFor();
+      expect(page.url()).toContain("#/run/team-1%2Fworker~1");
+      await open(page, origin, "#/tree/team-1");
+      await page.locator('[data-testid="tree"] li[data-run="team-1/worker~1"]').waitFor();
+      await shot(page, "tree-supervision");
+    } finally {
+      await page.close();
+      await server.close();
+    }
+  });
+});
+
 describe.each(BACKENDS)("the dashboard's run list on $name", (backend) => {
   const env = cairnFactory(backend);
 
-  it(`filters ${RUNS} runs by status, workflow and id, a page at a time`, async () => {
+  it(`filters ${RUNS} runs by status, workflow, queue and id, a page at a time`, async () => {
     const db = await env.database();
     const cairn = env.cairn(db);
     const server = await cairn.ui({ port: 0 });
@@ -184,6 +258,7 @@ describe.each(BACKENDS)("the dashboard's run list on $name", (backend) => {
     try {
       const base = Date.UTC(2026, 10, 1);
       await insertRuns(db, RUNS, base);
+      await insertQueueRuns(db, RUNS, base);
       const { origin, searchParams } = new URL(server.url);
       const auth = { authorization: `Bearer ${searchParams.get("token")}` };
       const timed = async (query: string) => {
@@ -205,12 +280,20 @@ describe.each(BACKENDS)("the dashboard's run list on $name", (backend) => {
         ["failed+workflow", "status=failed&workflow=bulk-export"],
         ["enqueued+workflow", "status=enqueued&workflow=bulk-import"],
         ["id", `q=bulk-${RUNS - 7}`],
+        ["queue", "queue=bulk-q"],
+        ["queue+succeeded", "queue=bulk-q&status=succeeded"],
+        ["rare queue", "queue=rare"],
       ] as const) {
         const answer = await timed(query);
         times[name] = answer.ms;
         expect(answer.runs.length).toBeGreaterThan(0);
         if (query.includes("status=")) expect(new Set(answer.runs.map((r) => r.status))).toEqual(new Set([query.match(/status=(\w+)/)![1]]));
         if (query.includes("workflow=")) expect(new Set(answer.runs.map((r) => r.workflow))).toEqual(new Set([query.match(/workflow=([\w-]+)/)![1]]));
+        if (query.includes("queue=")) {
+          const ids = answer.runs.map((r) => Number(r.id.slice("bulk-".length)));
+          expect(ids.every((i) => i % 10 === 0 && (i % 1000 === 0) === query.includes("rare"))).toBe(true);
+          expect(ids).toEqual([...ids].sort((a, b) => b - a));
+        }
       }
       console.log(`runs page on ${backend.name} with ${RUNS} runs (ms):`, Object.fromEntries(Object.entries(times).map(([k, v]) => [k, Math.round(v)])));
       // The budget is 300 ms on an idle machine; the bound here leaves room for a busy CI host.

@@ -90,3 +90,49 @@ export async function insertRuns(database: string, count: number, base: number):
     }
   }
 }
+
+/**
+ * A queue and a supervisor for the dashboard's tests: `send` runs enqueued on `emails` (declared
+ * with priorities), and `team`, a supervisor whose `worker` child crashes on its first run (a
+ * TypeError) and, restarted as `<team>/worker~1`, waits for a message.
+ */
+export function queuesAndSupervisor(cairn: Cairn): { send: ReturnType<Cairn["workflow"]>; team: ReturnType<Cairn["supervisor"]> } {
+  cairn.queue("emails", { concurrency: 1, priority: true });
+  const send = cairn.workflow("send", async (ctx, to: string) => ctx.step("send", async () => `sent to ${to}`));
+  const flaky = cairn.workflow("flaky", async (ctx) => {
+    if (!ctx.runId.includes("~")) throw new TypeError("tool timed out");
+    await ctx.recv("finish");
+  });
+  const team = cairn.supervisor("team", { intensity: 3, children: [{ id: "worker", workflow: flaky }] });
+  return { send: send as unknown as ReturnType<Cairn["workflow"]>, team };
+}
+
+/**
+ * Queue rows (`cairn_queue_runs`) for the runs `insertRuns` made: every 10th run on `bulk-q`, every
+ * 1,000th on `rare`, all dispatched (so no executor would take them). Then ANALYZE, as a live
+ * database would have been.
+ */
+export async function insertQueueRuns(database: string, count: number, base: number): Promise<void> {
+  const select = (series: string) => `
+    INSERT INTO cairn_queue_runs (run_id, queue, priority, enqueued_at, dispatched_at, executor_id, policy)
+    SELECT 'bulk-' || i, CASE WHEN i % 1000 = 0 THEN 'rare' ELSE 'bulk-q' END, 0, ${base} + i, ${base} + i + 1, 'bulk-executor', 'fifo'
+    FROM ${series} WHERE i % 10 = 0`;
+  if (/^postgres/.test(database)) {
+    const client = new pg.Client({ connectionString: database });
+    await client.connect();
+    try {
+      await client.query(select(`generate_series(0, ${count - 1}) AS s(i)`));
+      await client.query("ANALYZE cairn_queue_runs");
+    } finally {
+      await client.end();
+    }
+  } else {
+    const db = new Database(database);
+    try {
+      db.exec(`WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < ${count - 1}) ${select("s")}`);
+      db.exec("ANALYZE");
+    } finally {
+      db.close();
+    }
+  }
+}

@@ -2,6 +2,7 @@ import { act } from "./actions.js";
 import { get } from "./api.js";
 import { duration, h, json, link, runLink, status, time, usd } from "./dom.js";
 import type { Params } from "./route.js";
+import { queueSection, type RunQueue } from "./run-queue.js";
 
 interface Step {
   seq: number;
@@ -40,6 +41,7 @@ interface RunJson {
   modelCalls: { seq: number; modelId: string; totalTokens: number; costUsd: number; latencyMs: number }[];
   approvals: { toolCallId: string; toolName: string; status: string; decidedBy: string | null; reason: string | null }[];
   actions: { action: string; actor: string; detail: unknown; at: number }[];
+  queue: RunQueue | null;
 }
 
 const FINISHED = ["succeeded", "failed", "cancelled"];
@@ -117,7 +119,7 @@ export async function runPage(root: HTMLElement, params: Params): Promise<() => 
     if (run.status === "failed" || run.status === "cancelled") {
       actions.append(h("button", { onclick: () => void act("resume", run.id, `Resume run ${run.id} from its journal.`).then(render) }, "Resume"));
     }
-    actions.append(link(`#/tree/${encodeURIComponent(run.id)}`, "Delegation tree"));
+    actions.append(link(`#/tree/${encodeURIComponent(run.id)}`, "Supervision and delegation tree"));
 
     const pending = run.approvals.filter((a) => a.status === "pending");
     return [
@@ -152,6 +154,7 @@ export async function runPage(root: HTMLElement, params: Params): Promise<() => 
         run.error === null ? null : h("span", { class: "muted" }, "error"),
         run.error === null ? null : errorBox(run.error),
       ),
+      ...queueSection(run.queue),
       actions,
       pending.length === 0 ? null : h("h2", {}, "Waiting for a person"),
       pending.length === 0

@@ -18,12 +18,18 @@ const POLL_MS = 2000;
 /** The run list: filters in the address (so a filtered view can be shared), newest first, live. */
 export async function runsPage(root: HTMLElement, params: Params): Promise<() => void> {
   // The filters' choices arrive beside the first page, not before it.
-  const filtersRead = get<{ workflows: string[]; agents: string[]; statuses: string[] }>("/filters");
-  const filters = { statuses: ["enqueued", "running", "waiting", "succeeded", "failed", "cancelled"], workflows: [] as string[], agents: [] as string[] };
+  const filtersRead = get<{ workflows: string[]; agents: string[]; queues: string[]; statuses: string[] }>("/filters");
+  const filters = {
+    statuses: ["enqueued", "running", "waiting", "succeeded", "failed", "cancelled"],
+    workflows: [] as string[],
+    agents: [] as string[],
+    queues: [] as string[],
+  };
   const state = {
     status: params.query.get("status") ?? "",
     workflow: params.query.get("workflow") ?? "",
     agent: params.query.get("agent") ?? "",
+    queue: params.query.get("queue") ?? "",
     q: params.query.get("q") ?? "",
   };
   const select = (name: keyof typeof state, label: string, values: string[], extra: [string, string][] = []) =>
@@ -55,6 +61,7 @@ export async function runsPage(root: HTMLElement, params: Params): Promise<() =>
       select("status", "Status", filters.statuses),
       select("workflow", "Workflow", filters.workflows),
       select("agent", "Agent", filters.agents, [["*", "any agent"]]),
+      select("queue", "Queue", filters.queues),
       search,
       info,
       live,
@@ -122,6 +129,8 @@ export async function runsPage(root: HTMLElement, params: Params): Promise<() =>
   for (const [name, label, values, extra] of [
     ["workflow", "Workflow", choices.workflows, []],
     ["agent", "Agent", choices.agents, [["*", "any agent"] as [string, string]]],
+    // A queue named in the address but declared by no code (enqueued by plain SQL) stays choosable.
+    ["queue", "Queue", state.queue !== "" && !choices.queues.includes(state.queue) ? [...choices.queues, state.queue] : choices.queues, []],
   ] as const) {
     root.querySelector(`select[name="${name}"]`)!.replaceWith(select(name, label, values, [...extra]));
   }
