@@ -1,7 +1,7 @@
 import { InvalidSpecError } from "../errors.js";
 import { validateName } from "../engine/names.js";
 import { isConstraintError } from "../store/store-errors.js";
-import { TERMINAL_STATUSES, type NewRun, type Store } from "../store/store.js";
+import { TERMINAL_STATUSES, type NewRun, type Store, type WriteOp } from "../store/store.js";
 import type { QueueSpec } from "./queue-spec.js";
 import type { EnqueueOptions } from "../engine/workflow.js";
 
@@ -56,8 +56,19 @@ const DEDUP = `SELECT t.run_id, r.status FROM cairn_queue_runs t JOIN cairn_runs
  * Failure semantics: the run and its queue entry commit together or not at all. Idempotent by id
  * (a second enqueue with the same id stores nothing), and by a live dedup key: two enqueues racing
  * with one key both return the run of whichever committed first (the unique index decides).
+ *
+ * `starting` gives rows to commit with the run (the caller's trace context, as `start()` keeps it):
+ * asked for once, and only when this enqueue is about to store a run — a dedup hit that returns
+ * the live run records no start of its own.
  */
-export async function enqueueRun(store: Store, queue: QueueSpec, run: NewRun, checked: CheckedEnqueue): Promise<string> {
+export async function enqueueRun(
+  store: Store,
+  queue: QueueSpec,
+  run: NewRun,
+  checked: CheckedEnqueue,
+  starting: () => WriteOp[] = () => [],
+): Promise<string> {
+  let startRows: WriteOp[] | undefined;
   for (let attempt = 0; ; attempt++) {
     if (checked.dedupKey !== null) {
       const [existing] = await store.select<{ run_id: string; status: string }>(DEDUP, [queue.name, checked.dedupKey]);
@@ -69,6 +80,7 @@ export async function enqueueRun(store: Store, queue: QueueSpec, run: NewRun, ch
         ]);
       }
     }
+    startRows ??= starting();
     try {
       await store.commit(null, [
         { type: "run", run },
@@ -86,6 +98,7 @@ export async function enqueueRun(store: Store, queue: QueueSpec, run: NewRun, ch
           },
           onConflict: { keys: ["run_id"], action: "ignore" },
         },
+        ...startRows,
       ]);
       return run.id;
     } catch (error) {

@@ -237,6 +237,8 @@ export class CairnRuntime implements WorkflowHost, RunHost {
         forkedFromSeq: null,
       },
       checked,
+      // The caller's trace context, kept with the run in the enqueue's commit (as startRun does).
+      () => this.tracing?.starting(id, workflow) ?? [],
     );
     const row = await this.mustGetRun(runId);
     if (row.workflow !== workflow) {

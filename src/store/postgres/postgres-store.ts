@@ -366,6 +366,9 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
    */
   async query(sql: string, params: unknown[] = []): Promise<QueryResult> {
     const client = await this.pool.connect();
+    // As in inTransaction: a socket error while checked out must not crash the process.
+    const ignore = (): void => undefined;
+    client.on("error", ignore);
     try {
       await client.query("BEGIN READ ONLY");
       const result = await client.query<Record<string, unknown>>({ text: sql, values: params, queryMode: "extended" } as QueryConfig);
@@ -378,6 +381,7 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
     } finally {
       let broken: Error | undefined;
       await client.query("ROLLBACK").catch((error: unknown) => (broken = error instanceof Error ? error : new Error(String(error))));
+      client.removeListener("error", ignore);
       client.release(broken);
     }
   }
@@ -445,6 +449,11 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
 
   private async inTransaction<T>(fn: (client: PoolClient) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
+    // pg emits a socket error (a server restart, a terminated backend) on the checked-out client as
+    // well as failing its query; the pool listens only while a client is idle, so with no listener
+    // here the 'error' event would crash the process. The failed query carries the error to us.
+    const ignore = (): void => undefined;
+    client.on("error", ignore);
     let broken: Error | undefined;
     try {
       await client.query("BEGIN");
@@ -458,6 +467,7 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
       throw error;
     } finally {
       // A connection that cannot even roll back is destroyed, not returned to the pool.
+      client.removeListener("error", ignore);
       client.release(broken);
     }
   }

@@ -1,17 +1,26 @@
 import { Cairn, type Workflow } from "../../../src/index.js";
 import { storeOf } from "../../internal.js";
-import type { BenchInput, Producer, QueueSystem, Worker } from "./system.js";
+import { PER_PROCESS_CONCURRENCY, type BenchInput, type Producer, type QueueSystem, type Worker } from "./system.js";
 
 /**
  * Cairn with default options: an executor is a launched Cairn; the producer is a Cairn that is
  * not launched (a client), whose `workflow.start()` commits an enqueued run for the executors to
  * claim — or, sharing one process with the executor (`local`), starts the run on that executor at
- * once. When the queues API lands, an `enqueue` variant is the producer's one line:
- * `wf.enqueue("bench", input, { id })` instead of `wf.start(input, { id })`.
+ * once. The `enqueue` variant (`cairnQueueSystem`) declares queue "bench" (workerConcurrency 16,
+ * no other limit) in every process and submits with `wf.enqueue("bench", input, { id })`: the
+ * runs go through the queue's Task rows and the SQL dispatch policy (FIFO) instead of the implicit
+ * default queue.
  */
 interface CairnWorker extends Worker {
   cairn: Cairn;
   workflow: Workflow<BenchInput, number>;
+}
+
+const QUEUE = "bench";
+
+function declare(cairn: Cairn, queued: boolean): Cairn {
+  if (queued) cairn.queue(QUEUE, { workerConcurrency: PER_PROCESS_CONCURRENCY });
+  return cairn;
 }
 
 function register(cairn: Cairn, onStart: (input: BenchInput) => void): Workflow<BenchInput, number> {
@@ -21,36 +30,44 @@ function register(cairn: Cairn, onStart: (input: BenchInput) => void): Workflow<
   });
 }
 
-export const cairnSystem: QueueSystem = {
-  name: "cairn",
-  settings: "defaults: wake-ups by LISTEN/NOTIFY on PostgreSQL, poll 500 ms (PostgreSQL) / 200 ms (SQLite); maxConcurrentRuns 1000",
-  async prepare(database) {
-    const cairn = new Cairn({ database });
-    register(cairn, () => undefined);
-    await storeOf(cairn).migrate();
-    await cairn.shutdown();
-  },
-  async startWorker(database, _index, onStart): Promise<CairnWorker> {
-    const cairn = new Cairn({ database, onError: (error) => console.error("[cairn worker]", error) });
-    const workflow = register(cairn, onStart);
-    await cairn.launch();
-    return { cairn, workflow, stop: () => cairn.shutdown() };
-  },
-  async openProducer(database, local): Promise<Producer> {
-    const shared = local as CairnWorker | undefined;
-    const cairn = shared?.cairn ?? new Cairn({ database });
-    const workflow = shared?.workflow ?? register(cairn, () => undefined);
-    const store = storeOf(cairn);
-    return {
-      async enqueue(id, input) {
-        await workflow.start(input, { id });
-      },
-      async completed() {
-        return Number((await store.query("SELECT count(*) AS n FROM cairn_runs WHERE status = 'succeeded'")).rows[0]?.n);
-      },
-      async close() {
-        if (shared === undefined) await cairn.shutdown();
-      },
-    };
-  },
-};
+function cairnSystemWith(queued: boolean): QueueSystem {
+  return {
+    name: queued ? "cairn-queue" : "cairn",
+    settings: queued
+      ? `enqueue() on queue "${QUEUE}" (workerConcurrency ${PER_PROCESS_CONCURRENCY}, FIFO policy); otherwise as start()`
+      : "defaults: wake-ups by LISTEN/NOTIFY on PostgreSQL, poll 500 ms (PostgreSQL) / 200 ms (SQLite); maxConcurrentRuns 1000",
+    async prepare(database) {
+      const cairn = declare(new Cairn({ database }), queued);
+      register(cairn, () => undefined);
+      await storeOf(cairn).migrate();
+      await cairn.shutdown();
+    },
+    async startWorker(database, _index, onStart): Promise<CairnWorker> {
+      const cairn = declare(new Cairn({ database, onError: (error) => console.error("[cairn worker]", error) }), queued);
+      const workflow = register(cairn, onStart);
+      await cairn.launch();
+      return { cairn, workflow, stop: () => cairn.shutdown() };
+    },
+    async openProducer(database, local): Promise<Producer> {
+      const shared = local as CairnWorker | undefined;
+      const cairn = shared?.cairn ?? declare(new Cairn({ database }), queued);
+      const workflow = shared?.workflow ?? register(cairn, () => undefined);
+      const store = storeOf(cairn);
+      return {
+        async enqueue(id, input) {
+          if (queued) await workflow.enqueue(QUEUE, input, { id });
+          else await workflow.start(input, { id });
+        },
+        async completed() {
+          return Number((await store.query("SELECT count(*) AS n FROM cairn_runs WHERE status = 'succeeded'")).rows[0]?.n);
+        },
+        async close() {
+          if (shared === undefined) await cairn.shutdown();
+        },
+      };
+    },
+  };
+}
+
+export const cairnSystem: QueueSystem = cairnSystemWith(false);
+export const cairnQueueSystem: QueueSystem = cairnSystemWith(true);

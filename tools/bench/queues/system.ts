@@ -28,7 +28,7 @@ export interface Producer {
   close(): Promise<void>;
 }
 
-export type SystemName = "cairn" | "dbos" | "pg-boss" | "graphile-worker";
+export type SystemName = "cairn" | "cairn-queue" | "dbos" | "pg-boss" | "graphile-worker";
 
 export interface QueueSystem {
   readonly name: SystemName;

@@ -1,4 +1,4 @@
-import { cairnSystem } from "./cairn-system.js";
+import { cairnQueueSystem, cairnSystem } from "./cairn-system.js";
 import { dbosSystem } from "./dbos-system.js";
 import { graphileSystem } from "./graphile-system.js";
 import { pgBossSystem } from "./pgboss-system.js";
@@ -8,6 +8,8 @@ export function systemNamed(name: SystemName): QueueSystem {
   switch (name) {
     case "cairn":
       return cairnSystem;
+    case "cairn-queue":
+      return cairnQueueSystem;
     case "dbos":
       return dbosSystem;
     case "pg-boss":
