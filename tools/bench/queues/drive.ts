@@ -70,12 +70,15 @@ export async function waitCompleted(producer: Producer, target: number, timeoutM
  * any (the runs it counts are left out) to the reading that counts them all. Executors finish in
  * bursts (a group commit, a batch claimed at once), so a window between two percentiles can fall
  * inside one burst; this one cannot, and it leaves out the executors' start-up. When everything
- * finished in one burst there is no window: the rate is that of the whole drain.
+ * finished in one burst there is no window: the rate is that of the whole drain. Nor is there one
+ * when the first reading already counts most of the runs (a fast drain between two polls): a window
+ * over the last few runs measured a few ms and printed millions of runs/s, so the window must
+ * cover at least half of the runs, else the whole drain's rate stands.
  */
 export function completionRate(samples: readonly CountSample[], before: number, runs: number, drainStart: number): number {
   const first = samples.find((s) => s.done > before);
   const last = samples.find((s) => s.done - before >= runs);
   if (first === undefined || last === undefined) return NaN;
-  if (last.at > first.at && first.done - before < runs) return ((last.done - first.done) * 1000) / (last.at - first.at);
+  if (last.at > first.at && (last.done - first.done) * 2 >= runs) return ((last.done - first.done) * 1000) / (last.at - first.at);
   return (runs * 1000) / (last.at - drainStart);
 }
