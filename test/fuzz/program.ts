@@ -9,7 +9,8 @@ import type { ChildExit, ChildWorkflow, SelectBranch, Selected } from "../../src
  * Random workflow programs for the replay fuzzer: trees of concurrent branches whose leaves are
  * durable operations with random latencies. Every value an operation returns live is unique (a
  * fresh UUID), so a replay that hands a branch another operation's outcome shows up as a different
- * value at that node.
+ * value at that node. A select or race node observes its winner (key, kind and value), so a replay
+ * that picks another winner than live shows up too; a cancel node observes how the child ended.
  */
 export type Node =
   | { t: "step"; id: number; ms: number; fail?: boolean }
