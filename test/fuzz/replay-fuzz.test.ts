@@ -179,17 +179,25 @@ describe.each(BACKENDS)("replay fuzzer on $name", (backend) => {
     register(cairn, observations);
     await cairn.launch();
     const list = programs(killSeed, n);
+    // A run that never ends is a finding too (a wait nothing wakes): name it and show its journal,
+    // rather than let the test's own timeout hide which program it was.
+    let giveUp!: NodeJS.Timeout;
+    const stuck = new Promise<string>((resolve) => (giveUp = setTimeout(() => resolve("did not finish within 60 s of the recovery"), 60_000)));
     const results = await Promise.all(
       list.map((p, i) =>
-        cairn
-          .run(`p${i}-${p.seed}`)
-          .result()
-          .then(
-            () => null,
-            (error: unknown) => `failed: ${(error as Error).message}`,
-          ),
+        Promise.race([
+          cairn
+            .run(`p${i}-${p.seed}`)
+            .result()
+            .then(
+              () => null,
+              (error: unknown) => `failed: ${(error as Error).message}`,
+            ),
+          stuck,
+        ]),
       ),
     );
+    clearTimeout(giveUp);
     return Promise.all(
       list.map(async (program, i) => {
         const id = `p${i}-${program.seed}`;
