@@ -7,17 +7,19 @@ import { describe, expect, it } from "vitest";
 import type { Cairn } from "../../src/index.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
-import { interpret, Observations, programs, shrinkCandidates, size, type Node, type Program } from "./program.js";
+import { interpret, Observations, type ChildInput, programs, shrinkCandidates, size, type Node, type Program } from "./program.js";
 import { storeOf } from "../../src/internal.js";
 import { scratchDir } from "../scratch.js";
 
 /**
  * The replay fuzzer (FoundationDB-style simulation): seeded random programs — trees of
  * `Promise.all`, `Promise.race` and sequences over steps (some failing), tools whose functions call
- * durable operations, model calls on the AI SDK's MockLanguageModelV3, sleeps, messages and child
- * runs, with random latencies — run live, then replayed after an unload (every program ends with a
+ * durable operations, model calls on the AI SDK's MockLanguageModelV3, sleeps, messages, child
+ * runs, `ctx.select` / `ctx.race` over children, messages the program sends itself and real timers,
+ * and child cancels (at once, or with a grace period), with random latencies — run live, then replayed after an unload (every program ends with a
  * sleep) and after its process's Cairn is shut down at a random moment and another recovers it.
- * Every value the workflow sees on replay must equal what it saw live, and every run must succeed
+ * Every value the workflow sees on replay must equal what it saw live (a select's winner included),
+ * and every run must succeed
  * (the program never changes, so a NonDeterminismError would be a false alarm).
  *
  * FUZZ_SEED picks the programs (default a fixed seed, so the gate is repeatable; `FUZZ_SEED=random`
@@ -53,8 +55,12 @@ describe.each(BACKENDS)("replay fuzzer on $name", (backend) => {
   const env = cairnFactory(backend);
 
   function register(cairn: Cairn, observations: Observations) {
-    const child = cairn.workflow("fuzz-child", async (ctx, input: { id: number }) =>
-      ctx.step("c", () => `child ${input.id} ${Math.random().toString(36).slice(2, 8)}`),
+    // A child's step takes `ms` (selects race children against messages and timers; cancels meet them mid-step).
+    const child = cairn.workflow("fuzz-child", async (ctx, input: ChildInput) =>
+      ctx.step("c", async () => {
+        if (input.ms) await new Promise((resolve) => setTimeout(resolve, input.ms));
+        return `child ${input.id} ${Math.random().toString(36).slice(2, 8)}`;
+      }),
     );
     return cairn.workflow("fuzz", async (ctx, input: { root: Node }) => {
       const out = await interpret(ctx, input.root, observations, child);
@@ -173,17 +179,25 @@ describe.each(BACKENDS)("replay fuzzer on $name", (backend) => {
     register(cairn, observations);
     await cairn.launch();
     const list = programs(killSeed, n);
+    // A run that never ends is a finding too (a wait nothing wakes): name it and show its journal,
+    // rather than let the test's own timeout hide which program it was.
+    let giveUp!: NodeJS.Timeout;
+    const stuck = new Promise<string>((resolve) => (giveUp = setTimeout(() => resolve("did not finish within 60 s of the recovery"), 60_000)));
     const results = await Promise.all(
       list.map((p, i) =>
-        cairn
-          .run(`p${i}-${p.seed}`)
-          .result()
-          .then(
-            () => null,
-            (error: unknown) => `failed: ${(error as Error).message}`,
-          ),
+        Promise.race([
+          cairn
+            .run(`p${i}-${p.seed}`)
+            .result()
+            .then(
+              () => null,
+              (error: unknown) => `failed: ${(error as Error).message}`,
+            ),
+          stuck,
+        ]),
       ),
     );
+    clearTimeout(giveUp);
     return Promise.all(
       list.map(async (program, i) => {
         const id = `p${i}-${program.seed}`;

@@ -270,9 +270,10 @@ export class JournalCore extends RunLifecycle {
   }
 
   /** Commits ops under this run's fence; false means the run was lost (and is now released). */
-  async write(ops: WriteOp[]): Promise<boolean> {
+  async write(ops: WriteOp[], outcome?: { committed: boolean }): Promise<boolean> {
     try {
       await this.store.commit(this.fence, ops);
+      if (outcome !== undefined) outcome.committed = true;
       return !this.stopped;
     } catch (error) {
       if (error instanceof FencedError) {
@@ -294,8 +295,8 @@ export class JournalCore extends RunLifecycle {
    * Writes a step's record with `also` in one commit (poking the executor after it if `poke`: it
    * enqueued work), then waits for its turn to be handed over.
    */
-  async writeAndDeliver(step: StepRecord, also: WriteOp[] | null = null, poke = false): Promise<boolean> {
-    if (!(await this.write(also === null || also.length === 0 ? [{ type: "step", step }] : [...also, { type: "step", step }]))) return false;
+  async writeAndDeliver(step: StepRecord, also: WriteOp[] | null = null, poke = false, outcome?: { committed: boolean }): Promise<boolean> {
+    if (!(await this.write(also === null || also.length === 0 ? [{ type: "step", step }] : [...also, { type: "step", step }], outcome))) return false;
     if (poke) this.host.poke();
     return this.delivered(step.completion ?? null);
   }

@@ -82,6 +82,10 @@ export async function perform<Call, Work, T>(
   let step: StepRecord | undefined;
   let work: Work | Promise<Work> | undefined;
   let unrecorded: unknown;
+  // Whether the record reached the store: a run cancelled (fenced) while its record was being
+  // committed has none, and its span must say the work was abandoned, not name a row.
+  const written = { committed: false };
+  let uncommitted = false;
   try {
     began.startedAt = run.clock.now();
     work = span === undefined ? op.act(run, began, call) : span.within(() => op.act(run, began, call));
@@ -90,7 +94,10 @@ export async function perform<Call, Work, T>(
     step = op.record(run, began, call, work as Work);
     if (span !== undefined && began.also !== null) began.also = span.carry(began.also);
     try {
-      if (!(await run.writeAndDeliver(step, began.also, op.pokes === true))) return never();
+      if (!(await run.writeAndDeliver(step, began.also, op.pokes === true, written))) {
+        uncommitted = !written.committed;
+        return never();
+      }
     } catch (error) {
       if (op.refused === undefined || !(error instanceof RunNotFoundError)) throw error;
       return await op.refused(run, began, call, step, error);
@@ -103,7 +110,7 @@ export async function perform<Call, Work, T>(
   } finally {
     run.settleActive();
     span?.end(
-      step !== undefined
+      step !== undefined && !uncommitted
         ? { record: step, error: began.thrown, attributes: spec?.outcome?.(work as Work) }
         : unrecorded !== undefined
           ? { error: unrecorded }
