@@ -203,7 +203,8 @@ export async function printReport(demo: DemoRun, verdict: DemoVerdict): Promise<
     dim(
       `Explore: ${cli} show ${shown} ${db}` +
         (refundSeq === undefined || refundSeq === null ? "" : `\n         ${cli} why ${shown} ${String(refundSeq)} ${db}`) +
-        `\n         ${cli} runs ${db}`,
+        `\n         ${cli} runs ${db}` +
+        `\n         ${cli} ui ${db}   # the dashboard, in a browser`,
     ),
   );
 }
