@@ -332,7 +332,9 @@ describe.each(BACKENDS)("a catalogue of bad inputs on $name", (backend) => {
       }
     }
     expect((await storeOf(cairn).getRun("waiting"))?.status).toBe("waiting");
-  });
+    // Twenty CLI processes one after another: each loads the whole package (about 1 s of imports,
+    // half of it the AI SDK), which on a loaded 2-core machine took 55–60 s. Not a timed assertion.
+  }, 150_000);
 });
 
 describe("bad inputs that need a file the user cannot write (SQLite)", () => {
