@@ -101,7 +101,9 @@ describe.each(BACKENDS)("dispatch policies on $name", (backend) => {
     const order: number[] = [];
     const job = cairn.workflow("job", async (ctx, n: number) => ctx.step("s", async () => (await opened, order.push(n))));
     const handles: RunHandle<unknown>[] = [];
-    for (let i = 0; i < 4; i++) handles.push(await job.enqueue("q", i));
+    // Ids that sort in enqueue order: two enqueues in one millisecond tie on enqueued_at, and the
+    // policy's run_id tiebreak must then agree with the order they were enqueued in.
+    for (let i = 0; i < 4; i++) handles.push(await job.enqueue("q", i, { id: `lifo-${i}` }));
     await cairn.launch();
     release();
     await Promise.all(handles.map((h) => h.result()));

@@ -1,4 +1,5 @@
 import Database from "better-sqlite3";
+import { resolve } from "node:path";
 import { NotACairnDatabaseError } from "../../errors.js";
 import { SqliteStatements, type Connection } from "../connection.js";
 import { Mutex } from "../mutex.js";
@@ -47,6 +48,27 @@ type Raw = Record<string, unknown>;
  * pay for one fsync. A user's transactional step holds the connection across its awaits, so every
  * write goes through one mutex.
  */
+/**
+ * One write lock per database file in this process, shared by every store open on it. SQLite's
+ * busy wait (busy_timeout) sleeps on the calling thread: a second store in this process beginning a
+ * write while the first holds the file's write lock across an await would block the very thread
+ * the first needs to commit, and fail with "database is locked" after 10 s. Waiting on a shared
+ * async lock instead, the second store's write starts when the first's ends. Other processes still
+ * meet SQLite's own lock and busy wait, which is right there: they have threads of their own.
+ */
+const fileLocks = new Map<string, Mutex>();
+
+function writeLockFor(path: string): Mutex {
+  if (path === "" || path === ":memory:" || path.startsWith("file:")) return new Mutex();
+  const key = resolve(path);
+  let lock = fileLocks.get(key);
+  if (lock === undefined) {
+    lock = new Mutex();
+    fileLocks.set(key, lock);
+  }
+  return lock;
+}
+
 export class SqliteStore extends SqlStore<null> implements Store {
   readonly backend = "sqlite" as const;
   /** One process's file: no session other executors could watch, and executors poll for work. */
@@ -54,7 +76,7 @@ export class SqliteStore extends SqlStore<null> implements Store {
   private readonly db: Database.Database;
   private readonly writes: SqliteWrites;
   private readonly statements: SqliteStatements;
-  private readonly lock = new Mutex();
+  private readonly lock: Mutex;
   private queue: PendingCommit[] = [];
   private flushScheduled = false;
 
@@ -63,6 +85,7 @@ export class SqliteStore extends SqlStore<null> implements Store {
     options: SqliteStoreOptions = {},
   ) {
     super(SQLITE);
+    this.lock = writeLockFor(path);
     this.db = new Database(path, options.readonly ? { readonly: true, fileMustExist: true } : {});
     this.db.pragma("busy_timeout = 10000");
     if (!options.readonly) {
