@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { TerminalError } from "../../src/index.js";
 import { storeOf } from "../../src/internal.js";
 import { BACKENDS } from "../backends.js";
-import { cairnFactory } from "../harness.js";
+import { cairnFactory, eventually } from "../harness.js";
 import { otelFactory, parentSpanId } from "./otel-harness.js";
 
 describe.each(BACKENDS)("OpenTelemetry spans on $name", (backend) => {
@@ -97,6 +97,8 @@ describe.each(BACKENDS)("OpenTelemetry spans on $name", (backend) => {
     });
     await cairn.launch();
     await expect((await wf.start(undefined, { id: "doomed-1" })).result()).rejects.toThrow("out of stock");
+    // result() answers from the run's row, which is committed before the execution ends its span.
+    await eventually(() => spans().named("run doomed").length === 1, 5_000);
     const run = spans().one("run doomed");
     expect(run.status).toEqual({ code: SpanStatusCode.ERROR, message: "out of stock" });
     expect(run.attributes["cairn.run.outcome"]).toBe("failed");
