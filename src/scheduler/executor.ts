@@ -80,6 +80,8 @@ export class Executor implements ExecutionHost {
   private wakeTimer: LongTimeout | null = null;
   private wakeTimerAt = Infinity;
   private unsubscribeClock: (() => void) | null = null;
+  /** Runs claimed while an execution of theirs was still letting go of them: loaded when it has (see load). */
+  private readonly claimedWhileLettingGo = new Map<string, { run: RunRow; journal: Awaited<ReturnType<Store["loadJournal"]>> }>();
   /** Runs owned here to load again (a store error cut them short), with when to try next (Date.now() ms). */
   private readonly reloads = new Map<string, number>();
   /** Consecutive store failures per run: a write the database refuses every time must end the run. */
@@ -249,6 +251,11 @@ export class Executor implements ExecutionHost {
 
   released(runId: string, reason: "settled" | "suspended" | "lost" | "store-error", error?: unknown, settled?: RunRow): void {
     this.executions.delete(runId);
+    const claimed = this.claimedWhileLettingGo.get(runId);
+    if (claimed !== undefined) {
+      this.claimedWhileLettingGo.delete(runId);
+      this.load(claimed.run, claimed.journal);
+    }
     if (reason === "store-error") {
       const failures = this.storeFailures.get(runId);
       const count = (failures?.count ?? 0) + 1;
@@ -349,7 +356,8 @@ export class Executor implements ExecutionHost {
     if (outcome.more) this.claimAgain = true;
     if (outcome.nextWakeAt !== null) this.wakeAt(outcome.nextWakeAt);
     if (queues.served().length === 0) return true;
-    const mine = (await queues.assigned(this.executorId)).filter((id) => !this.executions.has(id) && !this.reloads.has(id));
+    // A run whose execution here is still letting go of it counts as not loaded (see load).
+    const mine = (await queues.assigned(this.executorId)).filter((id) => this.executions.get(id)?.stopped !== false && !this.reloads.has(id));
     await Promise.all(
       mine.map(async (id) => {
         try {
@@ -366,8 +374,17 @@ export class Executor implements ExecutionHost {
   }
 
   private load(run: RunRow, journal: Parameters<typeof this.newExecution>[1]): void {
-    // Loaded already: a run dispatched here and started here at once (startCreated) is seen twice.
-    if (!this.started || this.executions.has(run.id)) return;
+    if (!this.started) return;
+    const current = this.executions.get(run.id);
+    if (current !== undefined) {
+      // Stopped but not yet let go: it committed its suspend (or lost the run) and has not heard
+      // back yet, and this claim came after that commit — the store hands out a run only once
+      // nobody runs it. Dropping the claim would leave the run ours with nothing running it, for
+      // good: it is loaded as soon as the old execution lets go (see released).
+      if (current.stopped) this.claimedWhileLettingGo.set(run.id, { run, journal });
+      // Otherwise it is loaded already: a run dispatched here and started here at once (startCreated) is seen twice.
+      return;
+    }
     const execution = this.newExecution(run, journal);
     if (execution === null) return;
     this.executions.set(run.id, execution);
@@ -424,6 +441,8 @@ export class Executor implements ExecutionHost {
     executorsInThisProcess.delete(old.id);
     executorsById.set(row.id, this);
     executorsById.delete(old.id);
+    // Claims made under the old id move with transferRuns below, like every run it owned.
+    this.claimedWhileLettingGo.clear();
     for (const execution of [...this.executions.values()]) execution.lost();
     this.reloads.clear();
     this.storeFailures.clear();

@@ -131,23 +131,6 @@ export function size(node: Node): number {
   }
 }
 
-/** Whether a program waits on a select, a race or a child cancel anywhere (see the killed mode in replay-fuzz.test.ts). */
-export function hasSelectOrCancel(node: Node): boolean {
-  switch (node.t) {
-    case "select":
-    case "cancel":
-      return true;
-    case "seq":
-    case "all":
-    case "race":
-      return node.items.some(hasSelectOrCancel);
-    case "tool":
-      return hasSelectOrCancel(node.body);
-    default:
-      return false;
-  }
-}
-
 /**
  * What each run's workflow saw at each node, the first time it saw it (live), and every later
  * disagreement (a replay that saw something else).

@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import type { Cairn } from "../../src/index.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
-import { hasSelectOrCancel, interpret, Observations, type ChildInput, programs, shrinkCandidates, size, type Node, type Program } from "./program.js";
+import { interpret, Observations, type ChildInput, programs, shrinkCandidates, size, type Node, type Program } from "./program.js";
 import { storeOf } from "../../src/internal.js";
 import { scratchDir } from "../scratch.js";
 
@@ -146,19 +146,6 @@ describe.each(BACKENDS)("replay fuzzer on $name", (backend) => {
    * Cairn recover every run: what the workflows see after recovery must equal what they saw in the
    * killed process.
    */
-  /**
-   * The killed mode's programs. KNOWN OPEN FINDING (2026-12-01): on PostgreSQL, one run of 200 killed
-   * programs whose program held two `ctx.race`s over children and self-sent messages stayed
-   * `running` after recovery with both selects pending, though its children had ended and its
-   * messages were in the inbox (a fresh Cairn on that database finished it; not reproduced since).
-   * Until it is found, programs with a select, race or cancel run in this mode only with
-   * FUZZ_SELECT_KILLED=1; the unload/replay mode above runs them always.
-   */
-  function killedPrograms(killSeed: number, n: number): Program[] {
-    const list = programs(killSeed, n);
-    return process.env.FUZZ_SELECT_KILLED === "1" ? list : list.filter((p) => !hasSelectOrCancel(p.root));
-  }
-
   async function runKilled(killSeed: number, n: number, killAfterMs: number): Promise<Outcome[]> {
     const db = await env.database();
     const observationsFile = join(scratchDir("cairn-fuzz-"), "observations.jsonl");
@@ -191,7 +178,7 @@ describe.each(BACKENDS)("replay fuzzer on $name", (backend) => {
     const cairn = env.cairn(db, { pollIntervalMs: 50 });
     register(cairn, observations);
     await cairn.launch();
-    const list = killedPrograms(killSeed, n);
+    const list = programs(killSeed, n);
     // A run that never ends is a finding too (a wait nothing wakes): name it and show its journal,
     // rather than let the test's own timeout hide which program it was.
     let giveUp!: NodeJS.Timeout;
