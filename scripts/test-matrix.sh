@@ -63,16 +63,38 @@ ai7_leg() { # $1: node major, $2: "pg" or "sqlite", $3: "consumer" or ""
   )
 }
 
+failures_of() { # $1: leg. Where verify.sh left that leg's failed tests.
+  if [ "$1" = node20 ]; then echo "$ROOT/.tmp/failures.txt"; else echo "$MATRIX/leg-$1/.tmp/failures.txt"; fi
+}
+
 status=0
+summary=()
 for leg in "${legs[@]}"; do
   started=$(date +%s)
   log "leg $leg: start"
+  rm -f "$(failures_of "$leg")"
+  leg_status=0
   case "$leg" in
-    node20) bash scripts/verify.sh || status=1 ;;
-    node22) ai7_leg 22 pg consumer || status=1 ;;
-    node24) ai7_leg 24 sqlite || status=1 ;;
+    node20) bash scripts/verify.sh || leg_status=1 ;;
+    node22) ai7_leg 22 pg consumer || leg_status=1 ;;
+    node24) ai7_leg 24 sqlite || leg_status=1 ;;
     *) log "unknown leg $leg (node20, node22, node24)"; exit 2 ;;
   esac
-  log "leg $leg: $([ $status = 0 ] && echo ok || echo "FAILED (this leg or an earlier one)") in $(( $(date +%s) - started ))s"
+  [ $leg_status = 0 ] || status=1
+  line="leg $leg: $([ $leg_status = 0 ] && echo ok || echo FAILED) in $(( $(date +%s) - started ))s"
+  log "$line"
+  summary+=("$line")
+done
+# The whole matrix again at the end, with each failed leg's failed tests: a CI log is often read
+# from its tail alone.
+log "summary:"
+for i in "${!legs[@]}"; do
+  log "  ${summary[$i]}"
+  case "${summary[$i]}" in
+    *FAILED*)
+      file="$(failures_of "${legs[$i]}")"
+      if [ -s "$file" ]; then sed 's/^/test-matrix:     /' "$file" >&2; else log "    (no failed test recorded: the leg failed outside the tests — install, build, types, lint or the consumer project; see its log above)"; fi
+      ;;
+  esac
 done
 exit $status

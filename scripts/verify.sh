@@ -29,10 +29,26 @@ typescript -p tsconfig.build.json
 typescript -p tsconfig.json --noEmit
 npm run lint --silent
 mkdir -p .tmp
+rm -f .tmp/vitest.json .tmp/failures.txt
 status=0
 npx vitest run --reporter=default --reporter=json --outputFile=.tmp/vitest.json "$@" || status=$?
+# The count, and each failed test with the first line of its failure into .tmp/failures.txt: the
+# matrix repeats them at its very end, where a CI log's tail shows them.
 node -e '
-  const r = JSON.parse(require("fs").readFileSync(".tmp/vitest.json", "utf8"));
+  const fs = require("fs");
+  const r = JSON.parse(fs.readFileSync(".tmp/vitest.json", "utf8"));
+  const failures = [];
+  for (const file of r.testResults) {
+    const where = require("path").relative(process.cwd(), file.name);
+    for (const t of file.assertionResults) {
+      if (t.status !== "failed") continue;
+      const first = (t.failureMessages[0] ?? "").split("\n").find((l) => l.trim() !== "") ?? "";
+      failures.push(`FAILED ${where} > ${t.fullName}: ${first.slice(0, 400)}`);
+    }
+    if (file.status === "failed" && file.assertionResults.length === 0) failures.push(`FAILED ${where}: ${(file.message ?? "").slice(0, 400)}`);
+  }
+  fs.writeFileSync(".tmp/failures.txt", failures.map((l) => l + "\n").join(""));
+  for (const line of failures) console.log(line);
   console.log(`${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests + r.numTodoTests} skipped`);
 ' || true
 exit $status

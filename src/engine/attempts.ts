@@ -13,6 +13,8 @@ export interface AttemptHost {
   /** Aborted when the run stops here (cancelled, lost, deadline): every attempt's signal follows it. */
   readonly stopSignal: AbortSignal;
   stopped(): boolean;
+  /** Whether the run is still this executor's to work for (RunLifecycle.ownsRun): checked before a retry. */
+  owned?(): boolean | Promise<boolean>;
 }
 
 /**
@@ -61,6 +63,9 @@ export async function runAttempts<T>(
       } catch {
         return failed(error);
       }
+      // A pause during the backoff may have cost the run: the next attempt starts only if it is ours.
+      const owned = host.owned?.() ?? true;
+      if (owned !== true && !(await owned)) return new Promise<never>(() => undefined);
     } finally {
       attemptSignal.release();
     }

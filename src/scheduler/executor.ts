@@ -87,6 +87,9 @@ export class Executor implements ExecutionHost {
   /** Consecutive store failures per run: a write the database refuses every time must end the run. */
   private readonly storeFailures = new Map<string, { count: number; error: unknown }>();
   private registration: ExecutorRow | null = null;
+  /** When (Date.now(): a pause stops every other clock) a heartbeat last sent renewed our row. */
+  private renewedAt = Date.now();
+  private renewal: Promise<boolean> | null = null;
 
   constructor(
     readonly store: Store,
@@ -121,6 +124,7 @@ export class Executor implements ExecutionHost {
     // Queue declarations first: one the database refuses (a user policy's typo) fails launch()
     // before this executor exists anywhere.
     await this.options.queues?.sync(now);
+    this.renewedAt = Date.now();
     const row: ExecutorRow = {
       id: this.executorId,
       hostname: hostname(),
@@ -247,6 +251,61 @@ export class Executor implements ExecutionHost {
       time - this.clock.now(),
       { unref: true },
     );
+  }
+
+  /**
+   * ExecutionHost: peers count us alive while our row's heartbeat is younger than the lease (half
+   * of it leaves room for a heartbeat in flight: they are sent every third of the lease) and, on
+   * PostgreSQL, while the database session whose pid our row shows is open.
+   */
+  leaseFresh(): boolean {
+    if (Date.now() - this.renewedAt >= this.options.leaseMs / 2) return false;
+    // Our database session was lost (or reopened under another pid): peers judge us by that pid.
+    const liveness = this.store.capabilities.sessionLiveness;
+    const shown = this.registration?.backendPid ?? null;
+    return liveness === null || shown === null || liveness.currentSessionPid() === shown;
+  }
+
+  /** ExecutionHost: one renewal at a time, shared by every run that asks (see RunLifecycle.ownsRun). */
+  renewLease(): Promise<boolean> {
+    this.renewal ??= this.renew().finally(() => (this.renewal = null));
+    return this.renewal;
+  }
+
+  /**
+   * Renews our row, retrying transient errors until it goes through (work waits meanwhile: after a
+   * lease's silence it may be a peer's). Then stops the runs a peer took before the renewal — none
+   * can be taken after it, since a takeover needs the heartbeat it judged us dead by. False when our
+   * row is gone or our database session changed: the identity check this brings on lets every
+   * loaded run go (and reloads the ones still ours under the new identity).
+   */
+  private async renew(): Promise<boolean> {
+    for (let failures = 1; this.started; failures++) {
+      const sentAt = Date.now();
+      try {
+        if (!(await this.store.heartbeat(this.executorId, this.clock.now()))) {
+          this.lastDeathCheck = -Infinity;
+          this.poke(true);
+          return false;
+        }
+        // A new database session means peers may judge us by the pid our row shows, now gone: only
+        // the identity check (its re-registration) settles what is still ours. (A row showing no
+        // pid was judged by its heartbeat alone, just renewed.)
+        const shown = this.registration?.backendPid ?? null;
+        if (shown !== null && shown !== (await this.sessionPid())) {
+          this.lastDeathCheck = -Infinity;
+          this.poke(true);
+          return false;
+        }
+        this.renewedAt = Math.max(this.renewedAt, sentAt);
+        await this.checkLostRuns();
+        return true;
+      } catch (error) {
+        if (!isTransientStoreError(error)) this.options.onError(error);
+        await new Promise((resolve) => setTimeout(resolve, backoffMs(failures)));
+      }
+    }
+    return false;
   }
 
   released(runId: string, reason: "settled" | "suspended" | "lost" | "store-error", error?: unknown, settled?: RunRow): void {
@@ -434,6 +493,7 @@ export class Executor implements ExecutionHost {
   private async reincarnate(now: number, sessionPid: number | null): Promise<void> {
     const old = this.registration!;
     const row: ExecutorRow = { ...old, id: randomUUID(), backendPid: sessionPid, startedAt: now, heartbeatAt: now };
+    this.renewedAt = Date.now();
     await this.store.registerExecutor(row);
     this.registration = row;
     this.currentId = row.id;
@@ -579,10 +639,13 @@ export class Executor implements ExecutionHost {
     try {
       const giveUpAt = Date.now() + Math.max(50, Math.floor(this.options.leaseMs / 3));
       for (let failures = 1; this.started; failures++) {
+        const sentAt = Date.now();
         try {
           if (!(await this.store.heartbeat(this.executorId, this.clock.now()))) {
             this.lastDeathCheck = -Infinity;
             this.poke(true);
+          } else {
+            this.renewedAt = Math.max(this.renewedAt, sentAt);
           }
           return;
         } catch (error) {

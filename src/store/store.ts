@@ -276,7 +276,11 @@ export interface StoreCapabilities {
    * alive (PostgreSQL's `pg_stat_activity`): an executor's liveness. The pid is null while the
    * session is lost and being reopened, and a different pid after it was reopened.
    */
-  sessionLiveness: { sessionPid(): Promise<number | null> } | null;
+  sessionLiveness: {
+    sessionPid(): Promise<number | null>;
+    /** The session's pid as known now, without waiting (null while it is lost or not yet open). */
+    currentSessionPid(): number | null;
+  } | null;
   /**
    * Wake-ups: `listener` is called whenever a transaction commits something that may make a run
    * claimable, and once if the channel is lost. Not guaranteed: still poll.

@@ -24,6 +24,10 @@ export interface ExecutionHost {
   released(runId: string, reason: "settled" | "suspended" | "lost" | "store-error", error?: unknown, settled?: RunRow): void;
   /** Where runs report their executions and live operations (OpenTelemetry, when configured). */
   readonly tracing?: RunTracing;
+  /** Whether peers still count this executor alive without asking the database (see RunLifecycle.ownsRun). */
+  leaseFresh?(): boolean;
+  /** Renews the executor's lease now and stops the runs peers took meanwhile; false if its row is gone. */
+  renewLease?(): Promise<boolean>;
 }
 
 /** A durable wait the run unloads on: a time, a message topic, a child's end. */
@@ -70,7 +74,13 @@ export abstract class RunLifecycle {
     this.runId = run.id;
     this.workflowName = run.workflow;
     this.fence = { runId: run.id, executorId: host.executorId };
-    this.attemptHost = { runId: run.id, clock: host.clock, stopSignal: this.stopSignal.signal, stopped: () => this.stopped };
+    this.attemptHost = {
+      runId: run.id,
+      clock: host.clock,
+      stopSignal: this.stopSignal.signal,
+      stopped: () => this.stopped,
+      owned: () => this.ownsRun(),
+    };
   }
 
   get store(): Store {
@@ -91,6 +101,23 @@ export abstract class RunLifecycle {
     if (this.stopped) return;
     this.stop(new FencedError(`run ${this.runId} is no longer owned by this executor`, { runId: this.runId }));
     this.letGo("lost");
+  }
+
+  /**
+   * Whether work with effects may start for this run now (a step's body, a model call, a tool, a
+   * retry). Fencing keeps a run's late commits out once peers took it over, but not the effects of
+   * a body begun meanwhile: after this process was paused (SIGSTOP, a frozen VM, a long GC) past
+   * its lease, peers may already run the very step it is about to start. So when the executor's
+   * lease was last renewed more than half a lease ago, the lease is renewed — and the runs peers
+   * took meanwhile are stopped here — before the work starts; false if this run stopped. A pause
+   * that falls between this check and the body is not covered: at-least-once remains the step's
+   * contract, this only narrows the window from the length of the pause to a few instructions.
+   * The common case (the lease fresh) costs a clock read and no promise.
+   */
+  ownsRun(): boolean | Promise<boolean> {
+    if (this.stopped) return false;
+    if (this.host.leaseFresh?.() !== false || this.host.renewLease === undefined) return true;
+    return this.host.renewLease().then((held) => held && !this.stopped);
   }
 
   /** Whether something other than durable waits keeps the run loaded (replay's bookkeeping). */

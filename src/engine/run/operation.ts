@@ -67,6 +67,9 @@ export async function perform<Call, Work, T>(
   }
   op.check?.(run, name, call);
   if (row === undefined && !(op.clears === false ? run.live() : await run.cleared(began))) return never();
+  // After a pause past the lease, the run may be a peer's by now: confirm before acting (see ownsRun).
+  const owned = op.clears === false ? true : run.ownsRun();
+  if (owned !== true && !(await owned)) return never();
   const spec = run.trace === undefined ? undefined : op.trace?.(call);
   const span = run.trace?.operation(kind, name, began.seq, began.identity, run.scope().identity, spec as OperationTraceSpec<never> | undefined);
   if (op.record === undefined) {

@@ -395,6 +395,10 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
     return this.session.pid();
   }
 
+  currentSessionPid(): number | null {
+    return this.session.currentPid();
+  }
+
   /**
    * Calls `listener` whenever a transaction commits a wake-up on `cairn_wake` (a run enqueued or
    * resumed, a message sent, a run finished or cancelled, a suspend that found its wait already
