@@ -71,12 +71,20 @@ export async function insertRuns(database: string, count: number, base: number):
            '{"n":' || i || '}', 'bulk-' || i, 'bulk', ${base} + i, ${base} + i,
            CASE WHEN i % 6 IN (0, 1, 2, 5) THEN ${base} + i + 5 ELSE NULL END, 0
     FROM ${series}`;
+  await insertOverSeries(database, count, select, "cairn_runs");
+}
+
+/**
+ * Runs `select(series)` — an INSERT ... SELECT over i = 0 .. count − 1 — with the database's own
+ * driver, then ANALYZE (`table` on PostgreSQL), as a live database would have been.
+ */
+async function insertOverSeries(database: string, count: number, select: (series: string) => string, table: string): Promise<void> {
   if (/^postgres/.test(database)) {
     const client = new pg.Client({ connectionString: database });
     await client.connect();
     try {
       await client.query(select(`generate_series(0, ${count - 1}) AS s(i)`));
-      await client.query("ANALYZE cairn_runs");
+      await client.query(`ANALYZE ${table}`);
     } finally {
       await client.end();
     }
@@ -117,22 +125,5 @@ export async function insertQueueRuns(database: string, count: number, base: num
     INSERT INTO cairn_queue_runs (run_id, queue, priority, enqueued_at, dispatched_at, executor_id, policy)
     SELECT 'bulk-' || i, CASE WHEN i % 1000 = 0 THEN 'rare' ELSE 'bulk-q' END, 0, ${base} + i, ${base} + i + 1, 'bulk-executor', 'fifo'
     FROM ${series} WHERE i % 10 = 0`;
-  if (/^postgres/.test(database)) {
-    const client = new pg.Client({ connectionString: database });
-    await client.connect();
-    try {
-      await client.query(select(`generate_series(0, ${count - 1}) AS s(i)`));
-      await client.query("ANALYZE cairn_queue_runs");
-    } finally {
-      await client.end();
-    }
-  } else {
-    const db = new Database(database);
-    try {
-      db.exec(`WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < ${count - 1}) ${select("s")}`);
-      db.exec("ANALYZE");
-    } finally {
-      db.close();
-    }
-  }
+  await insertOverSeries(database, count, select, "cairn_queue_runs");
 }
