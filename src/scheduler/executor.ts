@@ -281,23 +281,16 @@ export class Executor implements ExecutionHost {
    */
   private async renew(): Promise<boolean> {
     for (let failures = 1; this.started; failures++) {
-      const sentAt = Date.now();
       try {
-        if (!(await this.store.heartbeat(this.executorId, this.clock.now()))) {
-          this.lastDeathCheck = -Infinity;
-          this.poke(true);
-          return false;
-        }
+        if (!(await this.beat())) return false;
         // A new database session means peers may judge us by the pid our row shows, now gone: only
         // the identity check (its re-registration) settles what is still ours. (A row showing no
         // pid was judged by its heartbeat alone, just renewed.)
         const shown = this.registration?.backendPid ?? null;
         if (shown !== null && shown !== (await this.sessionPid())) {
-          this.lastDeathCheck = -Infinity;
-          this.poke(true);
+          this.checkIdentitySoon();
           return false;
         }
-        this.renewedAt = Math.max(this.renewedAt, sentAt);
         await this.checkLostRuns();
         return true;
       } catch (error) {
@@ -639,14 +632,8 @@ export class Executor implements ExecutionHost {
     try {
       const giveUpAt = Date.now() + Math.max(50, Math.floor(this.options.leaseMs / 3));
       for (let failures = 1; this.started; failures++) {
-        const sentAt = Date.now();
         try {
-          if (!(await this.store.heartbeat(this.executorId, this.clock.now()))) {
-            this.lastDeathCheck = -Infinity;
-            this.poke(true);
-          } else {
-            this.renewedAt = Math.max(this.renewedAt, sentAt);
-          }
+          await this.beat();
           return;
         } catch (error) {
           if (!isTransientStoreError(error) || Date.now() + backoffMs(failures) > giveUpAt) throw error;
@@ -661,6 +648,26 @@ export class Executor implements ExecutionHost {
   }
 
   private beating = false;
+
+  /**
+   * Renews our row (and `renewedAt`, from before the statement was sent). False when the row is
+   * gone — peers presumed us dead — after asking for the identity check that re-registers us.
+   */
+  private async beat(): Promise<boolean> {
+    const sentAt = Date.now();
+    if (!(await this.store.heartbeat(this.executorId, this.clock.now()))) {
+      this.checkIdentitySoon();
+      return false;
+    }
+    this.renewedAt = Math.max(this.renewedAt, sentAt);
+    return true;
+  }
+
+  /** The next claim pass begins with the identity check (see checkIdentity). */
+  private checkIdentitySoon(): void {
+    this.lastDeathCheck = -Infinity;
+    this.poke(true);
+  }
 }
 
 const MAX_STORE_FAILURES = 5;
