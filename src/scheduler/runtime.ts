@@ -7,6 +7,7 @@ import { retryTransient } from "../store/transient.js";
 import { systemClock, type Clock } from "../engine/clock.js";
 import type { WorkflowContext } from "../engine/context.js";
 import { Executor } from "./executor.js";
+import { RunWaiters } from "./run-waiters.js";
 import { IsolationPool, type IsolationPoolOptions } from "../engine/isolation/pool.js";
 import { assertUserSend } from "../engine/reserved-topics.js";
 import { deleteRuns, RetentionPolicy, type RetentionOptions } from "./retention-policy.js";
@@ -103,6 +104,7 @@ export class CairnRuntime implements WorkflowHost, RunHost {
   private readonly storeInstance: Store;
   private readonly workflows = new Map<string, WorkflowFunction>();
   private readonly executor: Executor;
+  private readonly waiters: RunWaiters;
   private migrated: Promise<void> | null = null;
   private closed = false;
   private readonly retention: RetentionPolicy | null;
@@ -148,6 +150,7 @@ export class CairnRuntime implements WorkflowHost, RunHost {
       ...(options.retention === undefined ? {} : { maintenance: () => this.retention?.tick() }),
       ...(layers.tracing === undefined ? {} : { tracing: layers.tracing }),
     });
+    this.waiters = new RunWaiters((ids) => this.storeInstance.getRuns(ids));
     this.retention =
       options.retention === undefined
         ? null
@@ -276,6 +279,8 @@ export class CairnRuntime implements WorkflowHost, RunHost {
     await this.isolation.close();
     await this.retention?.stop();
     await this.storeInstance.close();
+    // After the store: a woken waiter's read then fails, rather than finding the run unfinished and waiting on.
+    this.waiters.close();
   }
 
   /** A handle on an existing run (nothing is read until you call a method). */
@@ -433,19 +438,23 @@ export class CairnRuntime implements WorkflowHost, RunHost {
       let wake!: (settled?: RunRow) => void;
       const changed = new Promise<RunRow | undefined>((resolve) => (wake = resolve));
       const unsubscribe = this.executor.onRunChange(runId, wake);
+      // Ended in another process: found by the one lookup every waiter here shares (run-waiters.ts).
+      const unwatch = this.waiters.watch(runId, wake);
+      let timer: NodeJS.Timeout | undefined;
       try {
         // A caller waiting for the end must not hear of a database outage the run itself survives.
         const run = await this.patiently(() => this.mustGetRun(runId), deadline);
         if (TERMINAL_STATUSES.includes(run.status)) return run;
         if (Date.now() >= deadline) throw new TimeoutError(`run ${runId} did not finish within ${options.timeoutMs} ms`, { runId });
-        let timer: NodeJS.Timeout | undefined;
-        const poll = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), Math.min(100, deadline - Date.now()))));
-        const settled = await Promise.race([changed, poll]);
-        clearTimeout(timer);
-        // Settled in this process: the row it committed, without reading it back.
+        const timeUp =
+          deadline === Infinity ? null : new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), deadline - Date.now())));
+        const settled = await (timeUp === null ? changed : Promise.race([changed, timeUp]));
+        // Settled: the row it committed here, or the one the lookup found, without reading it again.
         if (settled !== undefined) return settled;
       } finally {
+        clearTimeout(timer);
         unsubscribe();
+        unwatch();
       }
     }
   }

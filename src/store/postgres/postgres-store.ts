@@ -200,8 +200,11 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
     // Commits made in this turn of the event loop (the steps of a Promise.all) join the first batch.
     await new Promise<void>((resolve) => setImmediate(resolve));
     while (this.queue.length > 0) {
-      const batch = this.queue;
-      this.queue = [];
+      // Bounded: a batch holds its runs' row locks until it commits, and a run's select or receive
+      // (FOR UPDATE on its row) waits that long; hundreds of commits in one transaction held them
+      // for seconds under a recovery's backlog.
+      const batch = this.queue.length <= MAX_BATCH_COMMITS ? this.queue : this.queue.slice(0, MAX_BATCH_COMMITS);
+      this.queue = batch === this.queue ? [] : this.queue.slice(MAX_BATCH_COMMITS);
       await this.flush(batch);
     }
     this.flushing = null;
@@ -231,7 +234,15 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
             if (!held.has(i)) outcomes[i] = fenced(pending.fence!);
           });
         } else {
-          await this.inTransaction((client) => this.applyBatch(client, batch, outcomes));
+          // Optimistically without a savepoint per commit (two round trips each); only when one
+          // commit's data breaks a constraint is the batch done again, each commit isolated.
+          try {
+            await this.inTransaction((client) => this.applyBatch(client, batch, outcomes, false));
+          } catch (error) {
+            if (batch.length === 1 || !(isConstraintError(error) || error instanceof RunNotFoundError)) throw error;
+            outcomes.fill(null);
+            await this.inTransaction((client) => this.applyBatch(client, batch, outcomes, true));
+          }
         }
       });
     } catch (error) {
@@ -246,7 +257,7 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
    * status or owner afterwards, so a fence is read again, in order, only when an earlier commit of
    * the batch wrote to its run (finished it, suspended it, or inserted it).
    */
-  private async applyBatch(client: PoolClient, batch: PendingCommit[], outcomes: unknown[]): Promise<void> {
+  private async applyBatch(client: PoolClient, batch: PendingCommit[], outcomes: unknown[], isolate: boolean): Promise<void> {
     const runIds = new Set<string>();
     const finishing: string[] = [];
     for (const pending of batch) {
@@ -274,9 +285,10 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
           continue;
         }
       }
-      // Several commits share the transaction: each gets a savepoint, so one whose data breaks a
-      // constraint fails alone instead of taking the others' commits down with it.
-      const isolated = batch.length > 1;
+      // Several commits share the transaction. Isolated (the second try, see flush), each gets a
+      // savepoint, so one whose data breaks a constraint fails alone instead of taking the others'
+      // commits down with it.
+      const isolated = isolate && batch.length > 1;
       if (isolated) await client.query("SAVEPOINT cairn_commit");
       try {
         for (const op of pending.ops) {
@@ -476,6 +488,9 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
     }
   }
 }
+
+/** The most commits one flush writes in one transaction (see flushQueue). */
+const MAX_BATCH_COMMITS = 128;
 
 /** The fast path applies when every commit is fenced, writes only steps, and no step repeats. */
 /** A batch that is one unfenced commit of one new run (a top-level start). */
