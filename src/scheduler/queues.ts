@@ -3,7 +3,8 @@ import { InvalidSpecError } from "../errors.js";
 import type { Connection, Statement } from "../store/connection.js";
 import { POSTGRES, SQLITE, type SqlDialect } from "../store/dialect.js";
 import type { Store } from "../store/store.js";
-import { decideInOne, dispatchStatements, nextDecision } from "./dispatch-sql.js";
+import { decideBatch, decideInOne, dispatchStatements, nextBatch, nextDecision } from "./dispatch-sql.js";
+import { isBuiltInPolicy } from "./policies.js";
 import { queueSpec, type QueueOptions, type QueueSpec } from "./queue-spec.js";
 
 /** One dispatch decision: `executorId` took `runId` (also in `cairn_queue_runs`). */
@@ -188,26 +189,38 @@ export class Queues {
   private async decide(db: Connection, spec: QueueSpec, executorId: string, now: number, leaseMs: number): Promise<QueueDecision[]> {
     await db.all(this.sql.lockQueue, [spec.name]);
     const decisions: QueueDecision[] = [];
+    const policy = isBuiltInPolicy(spec.policy) ? spec.policy : null;
     if (this.dialect.name === "postgres") {
-      const decide = this.named(`one:${spec.policySql}`, () => decideInOne(this.dialect, spec.policySql));
+      const decide =
+        policy === null
+          ? this.named(`one:${spec.policySql}`, () => decideInOne(this.dialect, spec.policySql))
+          : this.named(`batch:${policy}:${spec.policySql}`, () => decideBatch(this.dialect, policy, spec.policySql));
       while (decisions.length < DECISIONS_PER_PASS) {
-        const [taken] = await db.all<{ run_id: string; executor_id: string }>(decide, [spec.name, now, executorId, now - leaseMs, spec.policy]);
-        if (taken === undefined) break;
-        decisions.push({ queue: spec.name, runId: String(taken.run_id), executorId: String(taken.executor_id) });
+        const params = [spec.name, now, executorId, now - leaseMs, spec.policy];
+        if (policy !== null) params.push(DECISIONS_PER_PASS - decisions.length);
+        const taken = await db.all<{ run_id: string; executor_id: string; again?: unknown }>(decide, params);
+        for (const row of taken) decisions.push({ queue: spec.name, runId: String(row.run_id), executorId: String(row.executor_id) });
+        // A batch that says nothing more can be decided now ends the pass without another statement.
+        if (taken.length === 0 || (policy !== null && !taken.some((row) => Number(row.again) === 1))) break;
       }
       return decisions;
     }
-    const next = this.nextStatement(spec.policySql);
+    const next =
+      policy === null ? this.nextStatement(spec.policySql) : this.named(`batch-read:${policy}:${spec.policySql}`, () => nextBatch(this.dialect, policy, spec.policySql));
     while (decisions.length < DECISIONS_PER_PASS) {
-      const [pair] = await db.all<{ run_id: string; executor_id: string }>(next, [spec.name, now, executorId, now - leaseMs]);
-      if (pair === undefined) break;
-      const runId = String(pair.run_id);
-      const target = String(pair.executor_id);
-      if ((await db.run(this.sql.takeRun, [runId, target, now])) === 0) {
-        throw new InvalidSpecError("policy", spec.policySql, `returned run ${runId}, which is not a candidate: select from \`candidates\``);
+      const params = [spec.name, now, executorId, now - leaseMs];
+      if (policy !== null) params.push(spec.policy, DECISIONS_PER_PASS - decisions.length);
+      const pairs = await db.all<{ run_id: string; executor_id: string; again?: unknown }>(next, params);
+      for (const pair of pairs) {
+        const runId = String(pair.run_id);
+        const target = String(pair.executor_id);
+        if ((await db.run(this.sql.takeRun, [runId, target, now])) === 0) {
+          throw new InvalidSpecError("policy", spec.policySql, `returned run ${runId}, which is not a candidate: select from \`candidates\``);
+        }
+        await db.run(this.sql.record, [runId, target, now, spec.policy]);
+        decisions.push({ queue: spec.name, runId, executorId: target });
       }
-      await db.run(this.sql.record, [runId, target, now, spec.policy]);
-      decisions.push({ queue: spec.name, runId, executorId: target });
+      if (pairs.length === 0 || (policy !== null && !pairs.some((pair) => Number(pair.again) === 1))) break;
     }
     return decisions;
   }
