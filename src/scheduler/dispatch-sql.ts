@@ -173,7 +173,7 @@ ranked AS (
     CASE WHEN partition_key IS NULL THEN 0
       ELSE partition_running + ROW_NUMBER() OVER (PARTITION BY partition_key ORDER BY priority, enqueued_at, run_id) - 1 END AS share
   FROM ready ${runFilter}),
-bounds AS (
+bounds AS MATERIALIZED (
   SELECT * FROM (SELECT priority AS bp, 0 AS bs, enqueued_at AS be FROM oldest ORDER BY priority DESC, enqueued_at DESC LIMIT 1) last_oldest
   WHERE EXISTS (SELECT 1 FROM cairn_queue_runs n WHERE n.queue = $1 AND n.dispatched_at IS NULL AND n.partition_key IS NULL)
   UNION ALL
@@ -203,7 +203,7 @@ pick AS (
 
 /** The decisions of {@link batchSql}, read (SQLite: the dispatch then writes each, in-process). */
 export function nextBatch(d: SqlDialect, policy: BatchPolicy, policySql: string): Statement {
-  return { text: `${batchSql(d, policy, policySql)}\nSELECT run_id, executor_id, again FROM pick` };
+  return { text: `${batchSql(d, policy, policySql)}\nSELECT run_id, executor_id, again, ${d.text("$5")} AS policy FROM pick` };
 }
 
 /** PostgreSQL: the decisions of {@link batchSql}, taken and recorded in the same statement. */
