@@ -220,7 +220,9 @@ export class Queues {
       return decisions;
     }
     const next =
-      policy === null ? this.nextStatement(spec.policySql) : this.named(`batch-read:${policy}:${spec.policySql}`, () => nextBatch(this.dialect, policy, spec.policySql));
+      policy === null
+        ? this.nextStatement(spec.policySql)
+        : this.named(`batch-read:${policy}:${spec.policySql}`, () => nextBatch(this.dialect, policy, spec.policySql));
     while (decisions.length < DECISIONS_PER_PASS) {
       const params = [spec.name, now, executorId, now - leaseMs];
       if (policy !== null) params.push(spec.policy, DECISIONS_PER_PASS - decisions.length);
