@@ -57,6 +57,7 @@ const ARMS: readonly ArmSpec[] = [
   { label: "graphile-worker", system: "graphile-worker", backend: "postgres", executors: 4, local: false },
   { label: "Cairn, SQLite, 1 process", system: "cairn", backend: "sqlite", executors: 1, local: true },
   { label: "Cairn, SQLite, 2 processes", system: "cairn", backend: "sqlite", executors: 2, local: false },
+  { label: "Cairn, SQLite (enqueue), 1 process", system: "cairn-queue", backend: "sqlite", executors: 1, local: true },
 ];
 
 interface Measurement {
@@ -116,14 +117,17 @@ async function main(): Promise<void> {
       enqueuePerSecond: median(ms.map((m) => m.throughput.enqueuePerSecond)),
     };
   });
-  const cairn = rows.find((r) => r.arm === ARMS[0]!.label);
-  // The peers are the other systems; Cairn's enqueue arm is Cairn too (its row sits beside start's).
+  // Each Cairn arm on PostgreSQL (start and enqueue) against each peer: the other systems.
   const peers = rows.filter((r) => r.executors === 4 && !r.arm.startsWith("Cairn"));
-  const ratios = (cairn === undefined ? [] : peers).map((peer) => ({
-    peer: peer.arm,
-    throughput: ratio(cairn!.runsPerSecond, peer.runsPerSecond),
-    p99: ratio(peer.latencyP99Ms, cairn!.latencyP99Ms),
-  }));
+  const cairns = rows.filter((r) => r.executors === 4 && r.arm.startsWith("Cairn"));
+  const ratios = cairns.flatMap((cairn) =>
+    peers.map((peer) => ({
+      cairn: cairn.arm,
+      peer: peer.arm,
+      throughput: ratio(cairn.runsPerSecond, peer.runsPerSecond),
+      p99: ratio(peer.latencyP99Ms, cairn.latencyP99Ms),
+    })),
+  );
   const report = {
     environment: { node: process.version, cpus: cpus().length, postgres: postgresVersion, rounds, latencySamples, throughputRuns, inFlight: IN_FLIGHT },
     rows,
@@ -151,8 +155,8 @@ async function main(): Promise<void> {
   console.log("\nCairn on PostgreSQL against each peer (same run, same server):\n");
   console.log(
     renderTable([
-      ["peer", "throughput, Cairn ÷ peer", "p99 latency, peer ÷ Cairn"],
-      ...ratios.map((r) => [r.peer, formatRatio(r.throughput), formatRatio(r.p99)]),
+      ["Cairn arm", "peer", "throughput, Cairn ÷ peer", "p99 latency, peer ÷ Cairn"],
+      ...ratios.map((r) => [r.cairn, r.peer, formatRatio(r.throughput), formatRatio(r.p99)]),
     ]),
   );
   console.log("\nSettings:");
