@@ -114,6 +114,7 @@ async function main(): Promise<void> {
       latencyP99Ms: median(ms.map((m) => percentile(sorted(m.latencies), 99))),
       runsPerSecond: median(ms.map((m) => m.throughput.runsPerSecond)),
       drainRunsPerSecond: median(ms.map((m) => (m.throughput.runs * 1000) / m.throughput.drainMs)),
+      startToDoneRunsPerSecond: median(ms.map((m) => m.throughput.startToDoneRunsPerSecond)),
       enqueuePerSecond: median(ms.map((m) => m.throughput.enqueuePerSecond)),
     };
   });
@@ -140,13 +141,14 @@ async function main(): Promise<void> {
   console.log(`Node ${process.version}, ${cpus().length} CPUs, PostgreSQL ${postgresVersion} on loopback; medians over rounds\n`);
   console.log(
     renderTable([
-      ["arm", "executors", "p50 ms", "p99 ms", "runs/s", "drain runs/s", "enqueues/s"],
+      ["arm", "executors", "p50 ms", "p99 ms", "runs/s", "start→done runs/s", "drain runs/s", "enqueues/s"],
       ...rows.map((r) => [
         r.arm,
         String(r.executors),
         fixed(r.latencyP50Ms),
         fixed(r.latencyP99Ms),
         formatCount(r.runsPerSecond),
+        formatCount(r.startToDoneRunsPerSecond),
         formatCount(r.drainRunsPerSecond),
         formatCount(r.enqueuePerSecond),
       ]),
@@ -191,13 +193,15 @@ async function measureArm(arm: ArmSpec, scratch: ScratchDatabase, latencySamples
       await idle.stop();
     }
 
-    const enqueueMs = await fill(producer, throughputRuns, index, IN_FLIGHT, false);
+    // Each run reports its start (one IPC message), for startToDoneRunsPerSecond.
+    const enqueueMs = await fill(producer, throughputRuns, index, IN_FLIGHT, true);
     const before = await producer.completed();
     const busy = await startWorkers(arm, scratch.database, false);
     const begin = now();
     let counts;
     try {
       counts = await waitCompleted(producer, before + throughputRuns, THROUGHPUT_TIMEOUT_MS);
+      await new Promise((resolve) => setTimeout(resolve, 50)); // the last start reports, still on their way
     } finally {
       await busy.stop();
     }
@@ -207,6 +211,7 @@ async function measureArm(arm: ArmSpec, scratch: ScratchDatabase, latencySamples
       throughput: {
         runs: throughputRuns,
         runsPerSecond: completionRate(counts, before, throughputRuns, begin),
+        startToDoneRunsPerSecond: busy.startTimes.length === 0 ? NaN : (throughputRuns * 1000) / (counts.at(-1)!.at - Math.min(...busy.startTimes)),
         drainMs,
         enqueuePerSecond: (throughputRuns * 1000) / enqueueMs,
       },
