@@ -219,23 +219,25 @@ FROM take JOIN pick ON pick.run_id = take.id WHERE t.run_id = take.id RETURNING 
 }
 
 /**
- * One look at every queue of a dispatcher ($1 list, $2 now, $4 the oldest live heartbeat), before
- * any lock: per queue with waiting runs, whether one is ready now (`ready`), the next delayed
- * start (`delayed`, for the wake-up timer), and — PostgreSQL — whether anything could be
- * dispatched at all (`open`): the queue under its concurrency and rate limit and a live executor
- * serving it with a free slot. `open` is a superset of what the dispatch finds (partition limits
- * and app versions are left to it), so a "no" is always right and a "yes" costs at most an empty
- * write transaction. Before, this was three statements a pass, one of them the whole `candidates`
- * relation sent as text, which PostgreSQL planned anew each time (~14 ms of its CPU, per pass of
- * every executor). SQLite keeps that exact look (prepared once, ~1 ms, and its write lock is the
- * whole file's, worth sparing): `open` is 1 there.
+ * One look at every queue of a dispatcher ($1 list, $2 now, $3 the dispatcher, $4 the oldest live
+ * heartbeat), before any lock. Per queue: whether a run is ready now (`ready`), the next delayed
+ * start (`delayed`, for the wake-up timer), and whether anything could be dispatched at all
+ * (`open`): the queue under its concurrency and rate limit, and a live executor serving it with a
+ * free slot (capacity and `workerConcurrency`) and the app version of a ready run. `open` is exact
+ * for those limits and a superset for the others (partition limits, locality, a user policy): a
+ * "no" is always right, and a "yes" on a queue with such limits is checked by the exact look
+ * (`next`) before the write lock is taken. Before, this was three statements a pass, one of them
+ * the whole `candidates` relation — sent as text, which PostgreSQL planned anew each time (~14 ms
+ * of its CPU, per pass of every executor) — and an aggregate over every waiting run.
  */
 export function lookSql(d: SqlDialect): string {
   const now = d.bigint("$2");
-  const open =
-    d.name === "sqlite"
-      ? "1"
-      : `CASE WHEN (q.concurrency IS NULL OR (SELECT COUNT(*) FROM cairn_runs r JOIN cairn_queue_runs t ON t.run_id = r.id
+  const waiting = `t.queue = q.name AND t.dispatched_at IS NULL AND (t.not_before IS NULL OR t.not_before <= ${now})`;
+  return `SELECT q.name AS queue,
+  CASE WHEN EXISTS (SELECT 1 FROM cairn_queue_runs t WHERE ${waiting}
+    AND EXISTS (SELECT 1 FROM cairn_runs r WHERE r.id = t.run_id AND ${STILL_ENQUEUED})) THEN 1 ELSE 0 END AS ready,
+  (SELECT MIN(t.not_before) FROM cairn_queue_runs t WHERE t.queue = q.name AND t.dispatched_at IS NULL AND t.not_before > ${now}) AS delayed,
+  CASE WHEN (q.concurrency IS NULL OR (SELECT COUNT(*) FROM cairn_runs r JOIN cairn_queue_runs t ON t.run_id = r.id
     WHERE r.status IN ('running', 'waiting') AND t.queue || '' = q.name AND t.dispatched_at IS NOT NULL) < q.concurrency)
   AND (q.rate_limit IS NULL OR (SELECT COUNT(*) FROM cairn_queue_runs d
     WHERE d.queue = q.name AND d.dispatched_at > ${now} - q.rate_period_ms AND d.policy <> 'cancelled') < q.rate_limit)
@@ -243,16 +245,11 @@ export function lookSql(d: SqlDialect): string {
     WHERE e.heartbeat_at >= ${d.bigint("$4")} AND e.capacity IS NOT NULL
       AND (SELECT COUNT(*) FROM cairn_runs x WHERE x.executor_id = e.id AND x.status = 'running') < e.capacity
       AND (q.worker_concurrency IS NULL OR (SELECT COUNT(*) FROM cairn_runs x JOIN cairn_queue_runs t ON t.run_id = x.id
-        WHERE x.executor_id = e.id AND x.status = 'running' AND t.queue || '' = q.name AND t.dispatched_at IS NOT NULL) < q.worker_concurrency))
-  THEN 1 ELSE 0 END`;
-  return `SELECT w.queue, w.ready, w.delayed, ${open} AS open FROM (
-  SELECT t.queue,
-    MAX(CASE WHEN (t.not_before IS NULL OR t.not_before <= ${now}) AND ${STILL_ENQUEUED} THEN 1 ELSE 0 END) AS ready,
-    MIN(CASE WHEN t.not_before > ${now} THEN t.not_before END) AS delayed
-  FROM cairn_queue_runs t JOIN cairn_runs r ON r.id = t.run_id
-  WHERE ${d.inList("t.queue", "$1")} AND t.dispatched_at IS NULL GROUP BY t.queue) w
-JOIN cairn_queues q ON q.name = w.queue
-WHERE ${d.text("$3")} IS NOT NULL`;
+        WHERE x.executor_id = e.id AND x.status = 'running' AND t.queue || '' = q.name AND t.dispatched_at IS NOT NULL) < q.worker_concurrency)
+      AND EXISTS (SELECT 1 FROM cairn_queue_runs t WHERE ${waiting}
+        AND EXISTS (SELECT 1 FROM cairn_runs r WHERE r.id = t.run_id AND ${STILL_ENQUEUED} AND r.app_version = e.app_version)))
+  THEN 1 ELSE 0 END AS open
+FROM cairn_queues q WHERE ${d.inList("q.name", "$1")} AND ${d.text("$3")} IS NOT NULL`;
 }
 
 export function dispatchStatements(d: SqlDialect) {

@@ -166,9 +166,9 @@ export class Queues {
     await this.sync(now);
     const list = this.dialect.list(names);
     // One read first, for every queue (lookSql): which have a run ready, when the next delayed one
-    // starts, and (PostgreSQL) whether anything could be dispatched. A queue at its limits (every
-    // executor full, the rate spent) costs no write transaction — on a SQLite file shared by
-    // processes, no turn at the one write lock.
+    // starts, and whether anything could be dispatched. A queue at its limits (every executor
+    // full, the rate spent) costs no write transaction — on a SQLite file shared by processes, no
+    // turn at the one write lock.
     const looks = await this.store.select<{ queue: string; ready: unknown; delayed: unknown; open: unknown }>(this.lookText, [
       list,
       now,
@@ -180,8 +180,8 @@ export class Queues {
     for (const look of looks) {
       if (Number(look.ready) !== 1 || Number(look.open) !== 1) continue;
       const spec = this.specs.get(look.queue)!;
-      if (this.dialect.name === "sqlite") {
-        // SQLite looks exactly (the candidates themselves: prepared once, ~1 ms).
+      if (spec.partitionConcurrency !== null || spec.policy === "locality" || spec.policy === "sql") {
+        // Limits the look does not see: ask the candidates themselves before taking the lock.
         const [possible] = await this.store.select(this.nextStatement(spec.policySql).text, [spec.name, now, executorId, now - leaseMs]);
         if (possible === undefined) continue;
       }

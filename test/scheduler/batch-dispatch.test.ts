@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { Cairn, CairnOptions, RunHandle } from "../../src/index.js";
+import type { Cairn, CairnOptions, RunHandle, Workflow } from "../../src/index.js";
 import { ManualClock } from "../../src/testing/index.js";
 import { runtimeOf } from "../../src/internal.js";
 import { BACKENDS } from "../backends.js";
@@ -25,7 +25,7 @@ describe.each(BACKENDS)("batch dispatch on $name", (backend) => {
     return { cairns, release, clock };
   }
 
-  async function enqueue(job: ReturnType<typeof setup> extends Promise<infer S> ? S["cairns"][number]["job"] : never, keys: (string | undefined)[]) {
+  async function enqueue(job: Workflow<number, number>, keys: (string | undefined)[]) {
     const handles: RunHandle<unknown>[] = [];
     for (const [i, key] of keys.entries()) handles.push(await job.enqueue("q", i, { id: `b-${String(i).padStart(3, "0")}`, partitionKey: key }));
     return handles;
