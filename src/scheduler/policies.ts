@@ -2,6 +2,9 @@
  * Dispatch policies, each one query. A dispatch asks its queue's policy for the next
  * (run, executor) pair again and again, inside one transaction, until the policy returns nothing;
  * each answer is committed as a decision in `cairn_queue_runs` (executor_id, dispatched_at, policy).
+ * For these built-in policies the dispatch computes many of those answers in one statement
+ * (dispatch-sql.ts, batchSql: the same decisions, in the same order); a user policy is asked one
+ * pair at a time.
  *
  * A policy reads one relation, `candidates`: every pair the queue's limits allow right now — a run
  * that may start (not delayed, its queue under its concurrency and rate limit, its partition under

@@ -3,7 +3,8 @@ import { InvalidSpecError } from "../errors.js";
 import type { Connection, Statement } from "../store/connection.js";
 import { POSTGRES, SQLITE, type SqlDialect } from "../store/dialect.js";
 import type { Store } from "../store/store.js";
-import { decideInOne, dispatchStatements, nextDecision } from "./dispatch-sql.js";
+import { decideBatch, decideInOne, dispatchStatements, lookSql, nextBatch, nextDecision } from "./dispatch-sql.js";
+import { isBuiltInPolicy } from "./policies.js";
 import { queueSpec, type QueueOptions, type QueueSpec } from "./queue-spec.js";
 
 /** One dispatch decision: `executorId` took `runId` (also in `cairn_queue_runs`). */
@@ -43,6 +44,7 @@ export class Queues {
   private readonly dialect: SqlDialect;
   private readonly sql: ReturnType<typeof dispatchStatements>;
   private readonly nextStatements = new Map<string, Statement>();
+  private readonly lookText: string;
 
   constructor(
     private readonly store: Store,
@@ -50,6 +52,7 @@ export class Queues {
   ) {
     this.dialect = store.backend === "postgres" ? POSTGRES : SQLITE;
     this.sql = dispatchStatements(this.dialect);
+    this.lookText = lookSql(this.dialect);
     for (const [field, list] of [
       ["queues", serve.queues],
       ["partitions", serve.partitions],
@@ -162,15 +165,26 @@ export class Queues {
     if (names.length === 0) return { decisions: [], more: false, nextWakeAt: null };
     await this.sync(now);
     const list = this.dialect.list(names);
-    const ready = await this.store.select<{ queue: string }>(this.sql.anyReady.text, [list, now]);
+    // One read first, for every queue (lookSql): which have a run ready, when the next delayed one
+    // starts, and whether anything could be dispatched. A queue at its limits (every executor
+    // full, the rate spent) costs no write transaction — on a SQLite file shared by processes, no
+    // turn at the one write lock.
+    const looks = await this.store.select<{ queue: string; ready: unknown; delayed: unknown; open: unknown }>(this.lookText, [
+      list,
+      now,
+      executorId,
+      now - leaseMs,
+    ]);
     const decisions: QueueDecision[] = [];
     let more = false;
-    for (const { queue } of ready) {
-      const spec = this.specs.get(queue)!;
-      // A read first: a queue at its limits (every executor full, the rate spent) costs no write
-      // transaction — on a SQLite file shared by processes, no turn at the one write lock.
-      const [possible] = await this.store.select(this.nextStatement(spec.policySql).text, [spec.name, now, executorId, now - leaseMs]);
-      if (possible === undefined) continue;
+    for (const look of looks) {
+      if (Number(look.ready) !== 1 || Number(look.open) !== 1) continue;
+      const spec = this.specs.get(look.queue)!;
+      if (spec.partitionConcurrency !== null || spec.policy === "locality" || spec.policy === "sql") {
+        // Limits the look does not see: ask the candidates themselves before taking the lock.
+        const [possible] = await this.store.select(this.nextStatement(spec.policySql).text, [spec.name, now, executorId, now - leaseMs]);
+        if (possible === undefined) continue;
+      }
       const taken = await this.store.claimWith(executorId, now, async (db, wake) => {
         const decided = await this.decide(db, spec, executorId, now, leaseMs);
         // Peers hear of it only when it gave someone else a run: a pass that decided nothing, or
@@ -182,32 +196,47 @@ export class Queues {
       decisions.push(...taken);
       if (taken.length === DECISIONS_PER_PASS) more = true;
     }
-    return { decisions, more, nextWakeAt: await this.nextWakeAt(list, now) };
+    const delayed = looks.map((look) => look.delayed).filter((w) => w !== null && w !== undefined);
+    return { decisions, more, nextWakeAt: await this.nextWakeAt(list, now, delayed.map(Number)) };
   }
 
   private async decide(db: Connection, spec: QueueSpec, executorId: string, now: number, leaseMs: number): Promise<QueueDecision[]> {
     await db.all(this.sql.lockQueue, [spec.name]);
     const decisions: QueueDecision[] = [];
+    const policy = isBuiltInPolicy(spec.policy) ? spec.policy : null;
     if (this.dialect.name === "postgres") {
-      const decide = this.named(`one:${spec.policySql}`, () => decideInOne(this.dialect, spec.policySql));
+      const decide =
+        policy === null
+          ? this.named(`one:${spec.policySql}`, () => decideInOne(this.dialect, spec.policySql))
+          : this.named(`batch:${policy}:${spec.policySql}`, () => decideBatch(this.dialect, policy, spec.policySql));
       while (decisions.length < DECISIONS_PER_PASS) {
-        const [taken] = await db.all<{ run_id: string; executor_id: string }>(decide, [spec.name, now, executorId, now - leaseMs, spec.policy]);
-        if (taken === undefined) break;
-        decisions.push({ queue: spec.name, runId: String(taken.run_id), executorId: String(taken.executor_id) });
+        const params = [spec.name, now, executorId, now - leaseMs, spec.policy];
+        if (policy !== null) params.push(DECISIONS_PER_PASS - decisions.length);
+        const taken = await db.all<{ run_id: string; executor_id: string; again?: unknown }>(decide, params);
+        for (const row of taken) decisions.push({ queue: spec.name, runId: String(row.run_id), executorId: String(row.executor_id) });
+        // A batch that says nothing more can be decided now ends the pass without another statement.
+        if (taken.length === 0 || (policy !== null && !taken.some((row) => Number(row.again) === 1))) break;
       }
       return decisions;
     }
-    const next = this.nextStatement(spec.policySql);
+    const next =
+      policy === null
+        ? this.nextStatement(spec.policySql)
+        : this.named(`batch-read:${policy}:${spec.policySql}`, () => nextBatch(this.dialect, policy, spec.policySql));
     while (decisions.length < DECISIONS_PER_PASS) {
-      const [pair] = await db.all<{ run_id: string; executor_id: string }>(next, [spec.name, now, executorId, now - leaseMs]);
-      if (pair === undefined) break;
-      const runId = String(pair.run_id);
-      const target = String(pair.executor_id);
-      if ((await db.run(this.sql.takeRun, [runId, target, now])) === 0) {
-        throw new InvalidSpecError("policy", spec.policySql, `returned run ${runId}, which is not a candidate: select from \`candidates\``);
+      const params = [spec.name, now, executorId, now - leaseMs];
+      if (policy !== null) params.push(spec.policy, DECISIONS_PER_PASS - decisions.length);
+      const pairs = await db.all<{ run_id: string; executor_id: string; again?: unknown }>(next, params);
+      for (const pair of pairs) {
+        const runId = String(pair.run_id);
+        const target = String(pair.executor_id);
+        if ((await db.run(this.sql.takeRun, [runId, target, now])) === 0) {
+          throw new InvalidSpecError("policy", spec.policySql, `returned run ${runId}, which is not a candidate: select from \`candidates\``);
+        }
+        await db.run(this.sql.record, [runId, target, now, spec.policy]);
+        decisions.push({ queue: spec.name, runId, executorId: target });
       }
-      await db.run(this.sql.record, [runId, target, now, spec.policy]);
-      decisions.push({ queue: spec.name, runId, executorId: target });
+      if (pairs.length === 0 || (policy !== null && !pairs.some((pair) => Number(pair.again) === 1))) break;
     }
     return decisions;
   }
@@ -227,11 +256,11 @@ export class Queues {
     return statement;
   }
 
-  private async nextWakeAt(list: unknown, now: number): Promise<number | null> {
-    const [delayed] = await this.store.select<{ w: unknown }>(this.sql.nextDelayed.text, [list, now]);
+  /** The next delayed start (from the look) or end of a rate window, whichever comes first. */
+  private async nextWakeAt(list: unknown, now: number, delayed: number[]): Promise<number | null> {
     const rateLimited = [...this.specs.values()].some((spec) => spec.rateLimit !== null);
     const [rate] = rateLimited ? await this.store.select<{ w: unknown }>(this.sql.nextRateWindow.text, [list, now]) : [];
-    const times = [delayed?.w, rate?.w].filter((w) => w !== null && w !== undefined).map(Number);
+    const times = [...delayed, rate?.w].filter((w) => w !== null && w !== undefined).map(Number);
     return times.length === 0 ? null : Math.min(...times);
   }
 

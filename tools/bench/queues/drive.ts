@@ -26,6 +26,14 @@ export interface Throughput {
   runs: number;
   /** Runs finished per second once the executors were finishing them (see completionRate). */
   runsPerSecond: number;
+  /**
+   * Runs per second from the first run's start (its body's first line, reported by the executor)
+   * until the database counted every run finished: the executors' process start-up left out, which
+   * `runsPerSecond` cannot always do — when a fast executor (SQLite) drains the queue while it is
+   * still starting, before the first reading, that figure fell back to a window of a few ms and
+   * printed millions of runs/s.
+   */
+  startToDoneRunsPerSecond: number;
   /** From the executors' start until the database counted every run finished (their start-up included). */
   drainMs: number;
   /** Enqueues per second of the producer, filling the queue beforehand. */

@@ -57,6 +57,7 @@ const ARMS: readonly ArmSpec[] = [
   { label: "graphile-worker", system: "graphile-worker", backend: "postgres", executors: 4, local: false },
   { label: "Cairn, SQLite, 1 process", system: "cairn", backend: "sqlite", executors: 1, local: true },
   { label: "Cairn, SQLite, 2 processes", system: "cairn", backend: "sqlite", executors: 2, local: false },
+  { label: "Cairn, SQLite (enqueue), 1 process", system: "cairn-queue", backend: "sqlite", executors: 1, local: true },
 ];
 
 interface Measurement {
@@ -113,17 +114,21 @@ async function main(): Promise<void> {
       latencyP99Ms: median(ms.map((m) => percentile(sorted(m.latencies), 99))),
       runsPerSecond: median(ms.map((m) => m.throughput.runsPerSecond)),
       drainRunsPerSecond: median(ms.map((m) => (m.throughput.runs * 1000) / m.throughput.drainMs)),
+      startToDoneRunsPerSecond: median(ms.map((m) => m.throughput.startToDoneRunsPerSecond)),
       enqueuePerSecond: median(ms.map((m) => m.throughput.enqueuePerSecond)),
     };
   });
-  const cairn = rows.find((r) => r.arm === ARMS[0]!.label);
-  // The peers are the other systems; Cairn's enqueue arm is Cairn too (its row sits beside start's).
+  // Each Cairn arm on PostgreSQL (start and enqueue) against each peer: the other systems.
   const peers = rows.filter((r) => r.executors === 4 && !r.arm.startsWith("Cairn"));
-  const ratios = (cairn === undefined ? [] : peers).map((peer) => ({
-    peer: peer.arm,
-    throughput: ratio(cairn!.runsPerSecond, peer.runsPerSecond),
-    p99: ratio(peer.latencyP99Ms, cairn!.latencyP99Ms),
-  }));
+  const cairns = rows.filter((r) => r.executors === 4 && r.arm.startsWith("Cairn"));
+  const ratios = cairns.flatMap((cairn) =>
+    peers.map((peer) => ({
+      cairn: cairn.arm,
+      peer: peer.arm,
+      throughput: ratio(cairn.runsPerSecond, peer.runsPerSecond),
+      p99: ratio(peer.latencyP99Ms, cairn.latencyP99Ms),
+    })),
+  );
   const report = {
     environment: { node: process.version, cpus: cpus().length, postgres: postgresVersion, rounds, latencySamples, throughputRuns, inFlight: IN_FLIGHT },
     rows,
@@ -136,13 +141,14 @@ async function main(): Promise<void> {
   console.log(`Node ${process.version}, ${cpus().length} CPUs, PostgreSQL ${postgresVersion} on loopback; medians over rounds\n`);
   console.log(
     renderTable([
-      ["arm", "executors", "p50 ms", "p99 ms", "runs/s", "drain runs/s", "enqueues/s"],
+      ["arm", "executors", "p50 ms", "p99 ms", "runs/s", "start→done runs/s", "drain runs/s", "enqueues/s"],
       ...rows.map((r) => [
         r.arm,
         String(r.executors),
         fixed(r.latencyP50Ms),
         fixed(r.latencyP99Ms),
         formatCount(r.runsPerSecond),
+        formatCount(r.startToDoneRunsPerSecond),
         formatCount(r.drainRunsPerSecond),
         formatCount(r.enqueuePerSecond),
       ]),
@@ -151,8 +157,8 @@ async function main(): Promise<void> {
   console.log("\nCairn on PostgreSQL against each peer (same run, same server):\n");
   console.log(
     renderTable([
-      ["peer", "throughput, Cairn ÷ peer", "p99 latency, peer ÷ Cairn"],
-      ...ratios.map((r) => [r.peer, formatRatio(r.throughput), formatRatio(r.p99)]),
+      ["Cairn arm", "peer", "throughput, Cairn ÷ peer", "p99 latency, peer ÷ Cairn"],
+      ...ratios.map((r) => [r.cairn, r.peer, formatRatio(r.throughput), formatRatio(r.p99)]),
     ]),
   );
   console.log("\nSettings:");
@@ -187,13 +193,15 @@ async function measureArm(arm: ArmSpec, scratch: ScratchDatabase, latencySamples
       await idle.stop();
     }
 
-    const enqueueMs = await fill(producer, throughputRuns, index, IN_FLIGHT, false);
+    // Each run reports its start (one IPC message), for startToDoneRunsPerSecond.
+    const enqueueMs = await fill(producer, throughputRuns, index, IN_FLIGHT, true);
     const before = await producer.completed();
     const busy = await startWorkers(arm, scratch.database, false);
     const begin = now();
     let counts;
     try {
       counts = await waitCompleted(producer, before + throughputRuns, THROUGHPUT_TIMEOUT_MS);
+      await new Promise((resolve) => setTimeout(resolve, 50)); // the last start reports, still on their way
     } finally {
       await busy.stop();
     }
@@ -203,6 +211,7 @@ async function measureArm(arm: ArmSpec, scratch: ScratchDatabase, latencySamples
       throughput: {
         runs: throughputRuns,
         runsPerSecond: completionRate(counts, before, throughputRuns, begin),
+        startToDoneRunsPerSecond: busy.startTimes.length === 0 ? NaN : (throughputRuns * 1000) / (counts.at(-1)!.at - Math.min(...busy.startTimes)),
         drainMs,
         enqueuePerSecond: (throughputRuns * 1000) / enqueueMs,
       },
