@@ -87,6 +87,11 @@ export abstract class SqlStore<Tx> {
     return raw === undefined ? undefined : toRunRow(raw);
   }
 
+  async getRuns(ids: readonly string[]): Promise<RunRow[]> {
+    if (ids.length === 0) return [];
+    return (await this.reader().all<Raw>(this.sql.runsIn, [this.dialect.list([...ids])])).map(toRunRow);
+  }
+
   async listRuns(filter: RunFilter): Promise<RunRow[]> {
     const rows = await this.reader().all<Raw>(this.sql.listRuns, [
       filter.status ?? null,

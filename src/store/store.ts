@@ -323,6 +323,8 @@ export interface Store {
   transaction(fence: Fence, body: (sql: SqlClient) => Promise<StepRecord>): Promise<void>;
 
   getRun(id: string): Promise<RunRow | undefined>;
+  /** The rows of the runs among `ids` that exist, in one read (any order). */
+  getRuns(ids: readonly string[]): Promise<RunRow[]>;
   listRuns(filter: RunFilter): Promise<RunRow[]>;
   loadJournal(runId: string): Promise<StepRow[]>;
   getEvent(runId: string, key: string): Promise<string | undefined>;
