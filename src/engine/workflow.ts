@@ -108,7 +108,9 @@ export class Workflow<Input, Output> implements ChildWorkflow<Input, Output> {
         throw new InvalidSpecError(`items[${i}].options.timeoutMs`, options.timeoutMs, "must be a number of milliseconds > 0");
       }
       const input =
-        this.#options.input === undefined ? item.input : await validateInput(this.#options.input, item.input, `input of workflow "${this.name}" (items[${i}])`);
+        this.#options.input === undefined
+          ? item.input
+          : await validateInput(this.#options.input, item.input, `input of workflow "${this.name}" (items[${i}])`);
       runs.push({ id, input, timeoutMs: options.timeoutMs });
     }
     return (await this.#host.startRuns(this.name, runs)) as RunHandle<Output>[];

@@ -102,8 +102,38 @@ export abstract class SqlStore<Tx> {
     return rows.map(toRunRow);
   }
 
-  async loadJournal(runId: string): Promise<StepRow[]> {
-    return (await this.reader().all<Raw>(this.sql.journal, [runId])).map(toStepRow);
+  /**
+   * Journal loads asked for in the same turn of the event loop (an executor loading the hundreds of
+   * runs one claim gave it) share ONE read: a claim of 1,000 woken runs costs one round trip for
+   * their journals instead of 1,000 queued on the pool. A lone load waits one `setImmediate`.
+   */
+  loadJournal(runId: string): Promise<StepRow[]> {
+    return new Promise((resolve, reject) => {
+      const waiting = this.journalLoads.get(runId);
+      if (waiting !== undefined) waiting.push({ resolve, reject });
+      else this.journalLoads.set(runId, [{ resolve, reject }]);
+      if (this.journalLoads.size === 1 && waiting === undefined) setImmediate(() => void this.loadJournals());
+    });
+  }
+
+  private journalLoads = new Map<string, { resolve: (rows: StepRow[]) => void; reject: (error: unknown) => void }[]>();
+
+  private async loadJournals(): Promise<void> {
+    const loads = this.journalLoads;
+    this.journalLoads = new Map();
+    try {
+      const ids = [...loads.keys()];
+      const byRun = new Map<string, StepRow[]>(ids.map((id) => [id, []]));
+      const statement = ids.length === 1 ? this.sql.journal : this.sql.journalsIn;
+      for (const raw of await this.reader().all<Raw>(statement, [ids.length === 1 ? ids[0] : this.dialect.list(ids)])) {
+        const row = toStepRow(raw);
+        byRun.get(row.runId)?.push(row);
+      }
+      // Two loads of one run get arrays of their own (the rows are never mutated; the arrays might be).
+      for (const [id, waiters] of loads) waiters.forEach((waiter, i) => waiter.resolve(i === 0 ? byRun.get(id)! : [...byRun.get(id)!]));
+    } catch (error) {
+      for (const waiters of loads.values()) for (const waiter of waiters) waiter.reject(error);
+    }
   }
 
   async getEvent(runId: string, key: string): Promise<string | undefined> {
