@@ -15,6 +15,7 @@ import {
   type RetentionSql,
   type RunDeleteFilter,
 } from "./retention.js";
+import { ReadBatch } from "./read-batch.js";
 import { toExecutorRow, toRunRow, toStepRow } from "./rows.js";
 import { act, all, run, type Script } from "./script.js";
 import { statements, type Statements } from "./statements.js";
@@ -82,10 +83,20 @@ export abstract class SqlStore<Tx> {
     this.layers.register(extension);
   }
 
-  async getRun(id: string): Promise<RunRow | undefined> {
-    const [raw] = await this.reader().all<Raw>(this.sql.getRun, [id]);
-    return raw === undefined ? undefined : toRunRow(raw);
+  /** Reads of one turn share one statement (`read-batch.ts`): 500 concurrent starts read their rows back at once. */
+  getRun(id: string): Promise<RunRow | undefined> {
+    return this.runs.load(id);
   }
+
+  private readonly runs = new ReadBatch<RunRow | undefined>(
+    async (ids) => {
+      const rows =
+        ids.length === 1 ? await this.reader().all<Raw>(this.sql.getRun, ids) : await this.reader().all<Raw>(this.sql.runsIn, [this.dialect.list(ids)]);
+      return new Map(rows.map((raw) => [String(raw.id), toRunRow(raw)]));
+    },
+    () => undefined,
+    (row) => (row === undefined ? undefined : { ...row }),
+  );
 
   async getRuns(ids: readonly string[]): Promise<RunRow[]> {
     if (ids.length === 0) return [];
@@ -102,39 +113,27 @@ export abstract class SqlStore<Tx> {
     return rows.map(toRunRow);
   }
 
-  /**
-   * Journal loads asked for in the same turn of the event loop (an executor loading the hundreds of
-   * runs one claim gave it) share ONE read: a claim of 1,000 woken runs costs one round trip for
-   * their journals instead of 1,000 queued on the pool. A lone load waits one `setImmediate`.
-   */
+  /** Journal loads of one turn share one read (`read-batch.ts`): a claimed batch's journals in one round trip. */
   loadJournal(runId: string): Promise<StepRow[]> {
-    return new Promise((resolve, reject) => {
-      const waiting = this.journalLoads.get(runId);
-      if (waiting !== undefined) waiting.push({ resolve, reject });
-      else this.journalLoads.set(runId, [{ resolve, reject }]);
-      if (this.journalLoads.size === 1 && waiting === undefined) setImmediate(() => void this.loadJournals());
-    });
+    return this.journals.load(runId);
   }
 
-  private journalLoads = new Map<string, { resolve: (rows: StepRow[]) => void; reject: (error: unknown) => void }[]>();
-
-  private async loadJournals(): Promise<void> {
-    const loads = this.journalLoads;
-    this.journalLoads = new Map();
-    try {
-      const ids = [...loads.keys()];
+  private readonly journals = new ReadBatch<StepRow[]>(
+    async (ids) => {
       const byRun = new Map<string, StepRow[]>(ids.map((id) => [id, []]));
-      const statement = ids.length === 1 ? this.sql.journal : this.sql.journalsIn;
-      for (const raw of await this.reader().all<Raw>(statement, [ids.length === 1 ? ids[0] : this.dialect.list(ids)])) {
+      const rows =
+        ids.length === 1
+          ? await this.reader().all<Raw>(this.sql.journal, ids)
+          : await this.reader().all<Raw>(this.sql.journalsIn, [this.dialect.list(ids)]);
+      for (const raw of rows) {
         const row = toStepRow(raw);
         byRun.get(row.runId)?.push(row);
       }
-      // Two loads of one run get arrays of their own (the rows are never mutated; the arrays might be).
-      for (const [id, waiters] of loads) waiters.forEach((waiter, i) => waiter.resolve(i === 0 ? byRun.get(id)! : [...byRun.get(id)!]));
-    } catch (error) {
-      for (const waiters of loads.values()) for (const waiter of waiters) waiter.reject(error);
-    }
-  }
+      return byRun;
+    },
+    () => [],
+    (rows) => [...rows],
+  );
 
   async getEvent(runId: string, key: string): Promise<string | undefined> {
     const [row] = await this.reader().all<{ v: string }>(this.sql.getEvent, [runId, key]);
