@@ -52,9 +52,7 @@ export class PostgresWrites {
   async lockRuns(db: Db, runIds: string[], finishing: string[]): Promise<Map<string, { status: string; executorId: string | null }>> {
     const result = await db.query<{ id: string; status: string; executor_id: string | null }>({
       name: "cairn_lock_runs",
-      text: `SELECT id, status, executor_id FROM cairn_runs
-             WHERE id = ANY($1::text[]) OR id IN (SELECT parent_id FROM cairn_runs WHERE id = ANY($2::text[]))
-             ORDER BY id FOR UPDATE`,
+      text: `SELECT id, status, executor_id FROM cairn_runs WHERE id IN (${runsAndParents("$1", "$2")}) ORDER BY id FOR UPDATE`,
       values: [runIds, finishing],
     });
     return new Map(result.rows.map((r) => [r.id, { status: r.status, executorId: r.executor_id }]));
@@ -114,11 +112,12 @@ export class PostgresWrites {
    * The fenced commits of many runs that only write steps, record completions and finish (the
    * shape of thousands of runs waking together: each records its sleep's completion, then
    * finishes), in ONE autocommitted statement instead of a transaction with three round trips per
-   * commit. Each commit's fence is checked against its run's row, locked FOR UPDATE in id order
-   * (a finish writes the row); a commit whose fence fails writes nothing. A finish wakes the
-   * run's parent if it waits (the same `CASE` as `wakeRun`, so a parent suspending right now is
-   * waited for), and the statement NOTIFYs if any parent woke. Returns the indexes of the commits
-   * whose fence held.
+   * commit. The rows it will write — the runs, and the parents of the runs that finish — are
+   * locked first, FOR UPDATE in id order as `lockRuns` does (so concurrent batches wait for each
+   * other instead of deadlocking); each commit's fence is checked against its locked row, and a
+   * commit whose fence fails writes nothing. A finish wakes the run's parent if it waits (the same
+   * `CASE` as `wakeRun`, so a parent suspending right now is waited for), and the statement
+   * NOTIFYs if any parent woke. Returns the indexes of the commits whose fence held.
    *
    * The caller guarantees: no run has two commits in the batch; every op is of its commit's run;
    * a finish is a commit's last op. So no row is written twice by the statement, except a parent
@@ -162,10 +161,12 @@ export class PostgresWrites {
     const cols = stepColumns(steps);
     const result = await db.query<{ c: number }>({
       name: "cairn_fenced_batch",
-      text: `WITH f AS (
-               SELECT f.c, r.id FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS f(run_id, executor_id, c)
-               JOIN cairn_runs r ON r.id = f.run_id AND r.executor_id = f.executor_id AND r.status = 'running'
-               ORDER BY r.id FOR UPDATE OF r),
+      text: `WITH l AS (
+               SELECT id, executor_id, status FROM cairn_runs
+               WHERE id IN (${runsAndParents("$1", "$31")}) ORDER BY id FOR UPDATE),
+             f AS (
+               SELECT f.c, l.id FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS f(run_id, executor_id, c)
+               JOIN l ON l.id = f.run_id AND l.executor_id = f.executor_id AND l.status = 'running'),
              v AS (
                SELECT * FROM unnest($3::int[], $4::text[], $5::int[], $6::text[], $7::text[], $8::text[], $9::text[],
                  $10::text[], $11::text[], $12::bigint[], $13::bigint[], $14::int[], $15::text[], $16::int[],
@@ -224,6 +225,7 @@ export class PostgresWrites {
         finish.size,
         finish.error,
         finish.at,
+        finish.c.map((c) => commits[c - 1]!.fence.runId),
       ],
     });
     return new Set(result.rows.map((r) => Number(r.c) - 1));
@@ -530,6 +532,16 @@ export class PostgresWrites {
       ],
     });
   }
+}
+
+/**
+ * The ids in the list `runs`, and the parents of the runs in the list `finishing`, as a set the
+ * planner looks up by primary key. (`id = ANY($1) OR id IN (...)` cannot use the index: every row
+ * of cairn_runs was compared with every id, and a batch of 1,000 finishes took most of a second.)
+ */
+function runsAndParents(runs: string, finishing: string): string {
+  return `SELECT unnest(${runs}::text[]) UNION
+    SELECT p.parent_id FROM cairn_runs p WHERE p.id IN (SELECT unnest(${finishing}::text[])) AND p.parent_id IS NOT NULL`;
 }
 
 /**
