@@ -91,6 +91,23 @@ describe.each(BACKENDS)("workflow.startMany on $name", (backend) => {
     expect((await storeOf(cairn).getRun("taken"))?.workflow).toBe("one");
   });
 
+  it("stores a large input once, by hash, however many runs of the call share it", async () => {
+    const db = await env.database();
+    const cairn = env.cairn(db);
+    const size = cairn.workflow("size", async (_ctx, s: string) => s.length);
+    await cairn.launch();
+    const big = "x".repeat(20_000);
+    const other = "y".repeat(20_000);
+    const handles = await size.startMany([
+      { input: big, options: { id: "b-1" } },
+      { input: big, options: { id: "b-2" } },
+      { input: other, options: { id: "b-3" } },
+    ]);
+    expect(await Promise.all(handles.map((h) => h.result()))).toEqual([20_000, 20_000, 20_000]);
+    const payloads = await storeOf(cairn).query("SELECT count(*) AS n FROM cairn_payloads WHERE size > 19000");
+    expect(Number(payloads.rows[0]?.n)).toBe(2);
+  });
+
   it("concurrent start() calls that meet in one commit each get their run (repeated ids included)", async () => {
     const db = await env.database();
     const cairn = env.cairn(db);
