@@ -67,8 +67,10 @@ const CLOSE_BOUND_MS = 5_000;
  * Group commit: at most one flush is in flight; commits that arrive meanwhile queue, and the next
  * flush takes them all. A batch of fenced commits that only write steps (the steady state of
  * running workflows) is one autocommitted statement — one round trip, one WAL flush for the whole
- * batch. Any other batch is one transaction on one connection: every run row it writes locked in
- * one statement, then each commit's ops in order.
+ * batch. So are a batch of starts (unfenced commits that only create runs: `startMany`, or
+ * concurrent `start()` calls) and a batch of fenced commits of distinct runs that write steps,
+ * record completions and finish (runs waking together). Any other batch is one transaction on one
+ * connection: every run row it writes locked in one statement, then each commit's ops in order.
  *
  * Each store also keeps one dedicated session for its lifetime (`PostgresSession`): its backend
  * pid is the executor's liveness, and it LISTENs for wake-ups.
