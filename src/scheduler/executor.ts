@@ -73,6 +73,8 @@ export class Executor implements ExecutionHost {
   private readonly listeners = new Map<string, Set<(settled?: RunRow) => void>>();
   private started = false;
   private claiming = false;
+  /** The last claim took as many runs as it had room for: more may be claimable as runs let go. */
+  private saturated = false;
   private claimAgain = false;
   private pokeScheduled = false;
   private lastDeathCheck = -Infinity;
@@ -318,6 +320,9 @@ export class Executor implements ExecutionHost {
         this.options.onError(new CairnError(`run ${runId}: the database refused its writes (${count}×); retrying with backoff`, { runId, cause: error }));
       }
     } else {
+      // The last claim filled every free slot, so due runs may be waiting for this one: claim again
+      // (pokes while a pass is in flight fold into one more pass, which takes what freed meanwhile).
+      if (this.saturated) this.poke();
       this.storeFailures.delete(runId);
       // A run that ended or went to sleep may have freed a queue's slot: dispatch again now rather
       // than at the next poll.
@@ -354,6 +359,7 @@ export class Executor implements ExecutionHost {
             workflows: [...this.workflows.keys()],
             limit: capacity,
           });
+          this.saturated = runs !== null && runs.length >= capacity;
           if (runs === null) {
             // Our row is gone: peers presumed us dead (we were paused past the lease, or the database
             // was unreachable) and nothing was claimed. Re-register under a new identity at once,

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { TracerProvider } from "@opentelemetry/api";
 import { CairnError, CancelledError, InvalidSpecError, RunNotFoundError, TimeoutError } from "../errors.js";
 import { openStore } from "../store/open-store.js";
-import { TERMINAL_STATUSES, type QueryResult, type RunRow, type Store } from "../store/store.js";
+import { TERMINAL_STATUSES, type QueryResult, type RunRow, type Store, type WriteOp } from "../store/store.js";
 import { retryTransient } from "../store/transient.js";
 import { systemClock, type Clock } from "../engine/clock.js";
 import type { WorkflowContext } from "../engine/context.js";
@@ -332,6 +332,69 @@ export class CairnRuntime implements WorkflowHost, RunHost {
       this.executor.startCreated(row);
     }
     return new RunHandle(this, id);
+  }
+
+  /**
+   * `workflow.startMany`: every new run in one commit (the store writes them as one statement where
+   * it can), then one read of their rows. Semantics item by item as `startRun`'s.
+   */
+  async startRuns(workflow: string, runs: readonly { id: string; input: unknown; timeoutMs: number | undefined }[]): Promise<RunHandle[]> {
+    if (runs.length === 0) return [];
+    await this.ready();
+    const stored = runs.map((r, i) => toStored(r.input, `input of workflow "${workflow}" (items[${i}])`));
+    const now = this.clock.now();
+    const owned = this.executor.running;
+    const ops: WriteOp[] = [];
+    const tracing: WriteOp[] = [];
+    const seen = new Set<string>();
+    runs.forEach((r, i) => {
+      // The first item of an id wins, as a second start of that id would find the first's run.
+      if (seen.has(r.id)) return;
+      seen.add(r.id);
+      ops.push({
+        type: "run",
+        run: {
+          id: r.id,
+          workflow,
+          status: owned ? "running" : "enqueued",
+          input: stored[i]!,
+          parentId: null,
+          parentSeq: null,
+          rootId: r.id,
+          appVersion: this.appVersion,
+          executorId: owned ? this.executor.executorId : null,
+          deadlineAt: r.timeoutMs === undefined ? null : now + r.timeoutMs,
+          createdAt: now,
+          forkedFrom: null,
+          forkedFromSeq: null,
+        },
+      });
+      tracing.push(...(this.tracing?.starting(r.id, workflow) ?? []));
+    });
+    // Runs first, then their trace contexts: the runs-only batch is what the store writes in one statement.
+    await this.storeInstance.commit(null, [...ops, ...tracing]);
+    let rows: RunRow[];
+    try {
+      rows = await this.storeInstance.getRuns([...seen]);
+    } catch (error) {
+      if (owned) for (const id of seen) this.executor.reloadLater(id);
+      throw error;
+    }
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    for (const id of seen) {
+      const row = byId.get(id);
+      if (row === undefined) throw new CairnError(`run ${id} vanished right after it was created`);
+      if (owned && row.workflow === workflow && row.status === "running" && row.executorId === this.executor.executorId && row.createdAt === now) {
+        this.executor.startCreated(row);
+      }
+    }
+    for (const [i, r] of runs.entries()) {
+      const row = byId.get(r.id)!;
+      if (row.workflow !== workflow) {
+        throw new InvalidSpecError(`items[${i}].options.id`, r.id, `that run id already belongs to a run of workflow "${row.workflow}"`);
+      }
+    }
+    return runs.map((r) => new RunHandle(this, r.id));
   }
 
   /** Cancels a run and its unfinished descendants; returns the ids cancelled. */

@@ -11,6 +11,13 @@ export interface SqlDialect {
   bigint(param: string): string;
   /** `column` is one of the strings of a list parameter (bound with {@link SqlDialect.list}). */
   inList(column: string, param: string): string;
+  /**
+   * As `inList`, for lists of thousands (the ids of a batch of runs): a semi-join on the list, so
+   * the cost stays O(rows + list) whatever plan the server cached. (PostgreSQL's generic plan for
+   * `= ANY($1)` on a table it has no statistics for yet is a scan comparing every row with every
+   * element: reading 500 runs back out of 10,000 took 140 ms.)
+   */
+  inSet(column: string, param: string): string;
   /** A list of strings as one parameter. */
   list(values: readonly string[]): unknown;
   /**
@@ -34,6 +41,7 @@ export const SQLITE: SqlDialect = {
   text: (param) => param,
   bigint: (param) => param,
   inList: (column, param) => `${column} IN (SELECT value FROM json_each(${param}))`,
+  inSet: (column, param) => `${column} IN (SELECT value FROM json_each(${param}))`,
   list: (values) => JSON.stringify(values),
   deadExecutorTable: (param) =>
     `(SELECT json_extract(value, '$.id') AS id, json_extract(value, '$.heartbeatAt') AS heartbeat_at FROM json_each(${param}))`,
@@ -50,6 +58,7 @@ export const POSTGRES: SqlDialect = {
   text: (param) => `${param}::text`,
   bigint: (param) => `${param}::bigint`,
   inList: (column, param) => `${column} = ANY(${param}::text[])`,
+  inSet: (column, param) => `${column} IN (SELECT unnest(${param}::text[]))`,
   list: (values) => values,
   deadExecutorTable: (param) => `(SELECT id, "heartbeatAt" AS heartbeat_at FROM json_to_recordset(${param}::json) AS d(id text, "heartbeatAt" bigint))`,
   deadExecutors: (dead) => JSON.stringify(dead.map((e) => ({ id: e.id, heartbeatAt: e.heartbeatAt }))),

@@ -15,6 +15,7 @@ import {
   type RetentionSql,
   type RunDeleteFilter,
 } from "./retention.js";
+import { ReadBatch } from "./read-batch.js";
 import { toExecutorRow, toRunRow, toStepRow } from "./rows.js";
 import { act, all, run, type Script } from "./script.js";
 import { statements, type Statements } from "./statements.js";
@@ -82,10 +83,20 @@ export abstract class SqlStore<Tx> {
     this.layers.register(extension);
   }
 
-  async getRun(id: string): Promise<RunRow | undefined> {
-    const [raw] = await this.reader().all<Raw>(this.sql.getRun, [id]);
-    return raw === undefined ? undefined : toRunRow(raw);
+  /** Reads of one turn share one statement (`read-batch.ts`): 500 concurrent starts read their rows back at once. */
+  getRun(id: string): Promise<RunRow | undefined> {
+    return this.runs.load(id);
   }
+
+  private readonly runs = new ReadBatch<RunRow | undefined>(
+    async (ids) => {
+      const rows =
+        ids.length === 1 ? await this.reader().all<Raw>(this.sql.getRun, ids) : await this.reader().all<Raw>(this.sql.runsIn, [this.dialect.list(ids)]);
+      return new Map(rows.map((raw) => [String(raw.id), toRunRow(raw)]));
+    },
+    () => undefined,
+    (row) => (row === undefined ? undefined : { ...row }),
+  );
 
   async getRuns(ids: readonly string[]): Promise<RunRow[]> {
     if (ids.length === 0) return [];
@@ -102,9 +113,27 @@ export abstract class SqlStore<Tx> {
     return rows.map(toRunRow);
   }
 
-  async loadJournal(runId: string): Promise<StepRow[]> {
-    return (await this.reader().all<Raw>(this.sql.journal, [runId])).map(toStepRow);
+  /** Journal loads of one turn share one read (`read-batch.ts`): a claimed batch's journals in one round trip. */
+  loadJournal(runId: string): Promise<StepRow[]> {
+    return this.journals.load(runId);
   }
+
+  private readonly journals = new ReadBatch<StepRow[]>(
+    async (ids) => {
+      const byRun = new Map<string, StepRow[]>(ids.map((id) => [id, []]));
+      const rows =
+        ids.length === 1
+          ? await this.reader().all<Raw>(this.sql.journal, ids)
+          : await this.reader().all<Raw>(this.sql.journalsIn, [this.dialect.list(ids)]);
+      for (const raw of rows) {
+        const row = toStepRow(raw);
+        byRun.get(row.runId)?.push(row);
+      }
+      return byRun;
+    },
+    () => [],
+    (rows) => [...rows],
+  );
 
   async getEvent(runId: string, key: string): Promise<string | undefined> {
     const [row] = await this.reader().all<{ v: string }>(this.sql.getEvent, [runId, key]);

@@ -53,6 +53,12 @@ export function statements(d: SqlDialect) {
       `SELECT s.*, COALESCE(s.output, p.body) AS output_text FROM cairn_steps s
        LEFT JOIN cairn_payloads p ON p.hash = s.output_hash WHERE s.run_id = $1 ORDER BY s.seq`,
     ),
+    // Several runs' journals in one read (a claimed batch): by run, each in seq order.
+    journalsIn: s(
+      "journals_in",
+      `SELECT s.*, COALESCE(s.output, p.body) AS output_text FROM cairn_steps s
+       LEFT JOIN cairn_payloads p ON p.hash = s.output_hash WHERE ${d.inSet("s.run_id", "$1")} ORDER BY s.run_id, s.seq`,
+    ),
     getEvent: s(
       "get_event",
       `SELECT COALESCE(e.value, p.body) AS v FROM cairn_events e LEFT JOIN cairn_payloads p ON p.hash = e.value_hash
@@ -65,10 +71,10 @@ export function statements(d: SqlDialect) {
     ),
     lostRuns: s(
       "lost_runs",
-      `SELECT id FROM cairn_runs WHERE ${d.inList("id", "$1")}
+      `SELECT id FROM cairn_runs WHERE ${d.inSet("id", "$1")}
        AND NOT (status = 'running' AND ${d.same("executor_id", d.text("$2"))})`,
     ),
-    runsIn: s("runs_in", `${RUN_SELECT} WHERE ${d.inList("r.id", "$1")} ORDER BY r.created_at`),
+    runsIn: s("runs_in", `${RUN_SELECT} WHERE ${d.inSet("r.id", "$1")} ORDER BY r.created_at`),
     renewClaimant: s("renew_claimant", `UPDATE cairn_executors SET heartbeat_at = ${d.greatest("heartbeat_at", "$1")} WHERE id = $2`),
 
     registerExecutor: s(

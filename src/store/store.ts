@@ -323,7 +323,7 @@ export interface Store {
   transaction(fence: Fence, body: (sql: SqlClient) => Promise<StepRecord>): Promise<void>;
 
   getRun(id: string): Promise<RunRow | undefined>;
-  /** The rows of these runs (those that exist), in one read. */
+  /** The rows of the runs among `ids` that exist, in one read (any order). */
   getRuns(ids: readonly string[]): Promise<RunRow[]>;
   listRuns(filter: RunFilter): Promise<RunRow[]>;
   loadJournal(runId: string): Promise<StepRow[]>;

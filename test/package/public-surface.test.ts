@@ -56,7 +56,7 @@ describe("the public Cairn", () => {
       expect(() => runtimeOf({})).toThrow(TypeError);
       // Neither can a workflow or a run handle lead a user to the runtime.
       const workflow = cairn.workflow("w", async () => null);
-      expect(publicMembers(workflow)).toEqual(["enqueue", "fn", "name", "start"]);
+      expect(publicMembers(workflow)).toEqual(["enqueue", "fn", "name", "start", "startMany"]);
       expect(publicMembers(cairn.run("r"))).toEqual(["cancel", "id", "result", "resume", "status"]);
     } finally {
       await cairn.shutdown();

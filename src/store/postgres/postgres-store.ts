@@ -67,8 +67,10 @@ const CLOSE_BOUND_MS = 5_000;
  * Group commit: at most one flush is in flight; commits that arrive meanwhile queue, and the next
  * flush takes them all. A batch of fenced commits that only write steps (the steady state of
  * running workflows) is one autocommitted statement — one round trip, one WAL flush for the whole
- * batch. Any other batch is one transaction on one connection: every run row it writes locked in
- * one statement, then each commit's ops in order.
+ * batch. So are a batch of starts (unfenced commits that only create runs: `startMany`, or
+ * concurrent `start()` calls) and a batch of fenced commits of distinct runs that write steps,
+ * record completions and finish (runs waking together). Any other batch is one transaction on one
+ * connection: every run row it writes locked in one statement, then each commit's ops in order.
  *
  * Each store also keeps one dedicated session for its lifetime (`PostgresSession`): its backend
  * pid is the executor's liveness, and it LISTENs for wake-ups.
@@ -218,10 +220,20 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
         const steps = stepOnly(batch);
         const single = steps?.length === 1 && steps[0]!.steps.length === 1 && steps[0]!.steps[0]!.output?.hash == null ? steps[0]! : null;
         const finish = finishOnly(batch);
-        const newRun = runOnly(batch);
-        if (newRun !== null) {
+        const newRuns = runsOnly(batch);
+        if (newRuns !== null && newRuns.length === 1) {
           // A run's row (and its input's payload) is one statement: it needs no transaction.
-          await this.onWriter((writer) => this.writes.apply(writer, newRun));
+          await this.onWriter((writer) => this.writes.apply(writer, { type: "run", run: newRuns[0]! }));
+        } else if (newRuns !== null) {
+          // Starts that met in this flush (or one startMany): one multi-row statement. One whose data
+          // the database refuses would take the others down with it: the general path, where each
+          // commit has its savepoint, sorts them out.
+          try {
+            await this.onWriter((writer) => this.writes.runBatch(writer, newRuns));
+          } catch (error) {
+            if (batch.length === 1 || !isConstraintError(error)) throw error;
+            await this.inTransaction((client) => this.applyBatch(client, batch, outcomes, true));
+          }
         } else if (finish !== null) {
           const held = await this.onWriter((writer) => this.writes.finishSingle(writer, finish.fence, finish.op));
           if (!held) outcomes[0] = fenced(finish.fence);
@@ -232,6 +244,19 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
           const held = await this.onWriter((writer) => this.writes.stepBatch(writer, steps));
           batch.forEach((pending, i) => {
             if (!held.has(i)) outcomes[i] = fenced(pending.fence!);
+          });
+        } else if (fencedOnly(batch)) {
+          const commits = batch.map((pending) => ({ fence: pending.fence!, ops: pending.ops }));
+          let held: Set<number> | null = null;
+          try {
+            held = await this.onWriter((writer) => this.writes.fencedBatch(writer, commits));
+          } catch (error) {
+            // As for starts: the general path gives each commit its savepoint, so a bad one fails alone.
+            if (batch.length === 1 || !isConstraintError(error)) throw error;
+            await this.inTransaction((client) => this.applyBatch(client, batch, outcomes, true));
+          }
+          batch.forEach((pending, i) => {
+            if (held !== null && !held.has(i)) outcomes[i] = fenced(pending.fence!);
           });
         } else {
           // Optimistically without a savepoint per commit (two round trips each); only when one
@@ -492,14 +517,20 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
 /** The most commits one flush writes in one transaction (see flushQueue). */
 const MAX_BATCH_COMMITS = 128;
 
-/** The fast path applies when every commit is fenced, writes only steps, and no step repeats. */
-/** A batch that is one unfenced commit of one new run (a top-level start). */
-function runOnly(batch: PendingCommit[]): Extract<WriteOp, { type: "run" }> | null {
-  if (batch.length !== 1) return null;
-  const [pending] = batch;
-  if (pending === undefined || pending.fence !== null || pending.ops.length !== 1) return null;
-  const op = pending.ops[0]!;
-  return op.type === "run" ? op : null;
+/**
+ * A batch of unfenced commits that only create runs (top-level starts, `startMany`): their new
+ * runs, in commit order. Null for any other batch.
+ */
+function runsOnly(batch: PendingCommit[]): NewRun[] | null {
+  const runs: NewRun[] = [];
+  for (const pending of batch) {
+    if (pending.fence !== null || pending.ops.length === 0) return null;
+    for (const op of pending.ops) {
+      if (op.type !== "run") return null;
+      runs.push(op.run);
+    }
+  }
+  return runs;
 }
 
 /** A batch that is one fenced commit of one finish: the common end of a run, written in one statement. */
@@ -511,6 +542,34 @@ function finishOnly(batch: PendingCommit[]): { fence: Fence; op: Extract<WriteOp
   return op.type === "finish" && op.runId === pending.fence.runId ? { fence: pending.fence, op } : null;
 }
 
+/**
+ * `fencedBatch`'s batches: fenced commits of distinct runs, each writing only its own run's steps
+ * (no seq twice), completions and at most one finish, last — many runs waking at once.
+ */
+function fencedOnly(batch: PendingCommit[]): boolean {
+  const runs = new Set<string>();
+  for (const pending of batch) {
+    const fence = pending.fence;
+    if (fence === null || runs.has(fence.runId)) return false;
+    runs.add(fence.runId);
+    const seqs = new Set<number>();
+    for (const [i, op] of pending.ops.entries()) {
+      if (op.type === "step") {
+        if (op.step.runId !== fence.runId || seqs.has(op.step.seq)) return false;
+        seqs.add(op.step.seq);
+      } else if (op.type === "completion") {
+        if (op.runId !== fence.runId) return false;
+      } else if (op.type === "finish") {
+        if (op.runId !== fence.runId || i !== pending.ops.length - 1) return false;
+      } else {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+/** The fast path applies when every commit is fenced, writes only steps, and no step repeats. */
 function stepOnly(batch: PendingCommit[]): { fence: Fence; steps: StepRecord[] }[] | null {
   const seen = new Set<string>();
   const commits: { fence: Fence; steps: StepRecord[] }[] = [];

@@ -52,9 +52,7 @@ export class PostgresWrites {
   async lockRuns(db: Db, runIds: string[], finishing: string[]): Promise<Map<string, { status: string; executorId: string | null }>> {
     const result = await db.query<{ id: string; status: string; executor_id: string | null }>({
       name: "cairn_lock_runs",
-      text: `SELECT id, status, executor_id FROM cairn_runs
-             WHERE id = ANY($1::text[]) OR id IN (SELECT parent_id FROM cairn_runs WHERE id = ANY($2::text[]))
-             ORDER BY id FOR UPDATE`,
+      text: `SELECT id, status, executor_id FROM cairn_runs WHERE id IN (${runsAndParents("$1", "$2")}) ORDER BY id FOR UPDATE`,
       values: [runIds, finishing],
     });
     return new Map(result.rows.map((r) => [r.id, { status: r.status, executorId: r.executor_id }]));
@@ -76,47 +74,7 @@ export class PostgresWrites {
    * cannot touch one row twice in a statement).
    */
   async stepBatch(db: Pool | Db, commits: { fence: Fence; steps: StepRecord[] }[]): Promise<Set<number>> {
-    const cols = {
-      c: [] as number[],
-      runId: [] as string[],
-      seq: [] as number[],
-      name: [] as string[],
-      kind: [] as string[],
-      status: [] as string[],
-      output: [] as (string | null)[],
-      outputHash: [] as (string | null)[],
-      error: [] as (string | null)[],
-      startedAt: [] as number[],
-      finishedAt: [] as (number | null)[],
-      attempts: [] as number[],
-      payload: [] as (string | null)[],
-      payloadSize: [] as (number | null)[],
-      path: [] as (string | null)[],
-      completion: [] as (number | null)[],
-      fingerprint: [] as (string | null)[],
-    };
-    commits.forEach((commit, i) => {
-      for (const step of commit.steps) {
-        const [output, hash] = splitStored(step.output);
-        cols.c.push(i + 1);
-        cols.runId.push(step.runId);
-        cols.seq.push(step.seq);
-        cols.name.push(step.name);
-        cols.kind.push(step.kind);
-        cols.status.push(step.status);
-        cols.output.push(output);
-        cols.outputHash.push(hash);
-        cols.error.push(step.error);
-        cols.startedAt.push(step.startedAt);
-        cols.finishedAt.push(step.finishedAt);
-        cols.attempts.push(step.attempts);
-        cols.payload.push(hash === null ? null : step.output!.text);
-        cols.payloadSize.push(hash === null ? null : step.output!.text.length);
-        cols.path.push(step.path ?? null);
-        cols.completion.push(step.completion ?? null);
-        cols.fingerprint.push(step.fingerprint ?? null);
-      }
-    });
+    const cols = stepColumns(commits);
     const result = await db.query<{ c: number }>({
       name: "cairn_step_batch",
       text: `WITH f AS (
@@ -145,26 +103,129 @@ export class PostgresWrites {
                  attempts = excluded.attempts, completion = excluded.completion
                WHERE cairn_steps.status = 'pending')
            SELECT c FROM f`,
+      values: [commits.map((c) => c.fence.runId), commits.map((c) => c.fence.executorId), ...cols],
+    });
+    return new Set(result.rows.map((r) => Number(r.c) - 1));
+  }
+
+  /**
+   * The fenced commits of many runs that only write steps, record completions and finish (the
+   * shape of thousands of runs waking together: each records its sleep's completion, then
+   * finishes), in ONE autocommitted statement instead of a transaction with three round trips per
+   * commit. The rows it will write — the runs, and the parents of the runs that finish — are
+   * locked first, FOR UPDATE in id order as `lockRuns` does (so concurrent batches wait for each
+   * other instead of deadlocking); each commit's fence is checked against its locked row, and a
+   * commit whose fence fails writes nothing. A finish wakes the run's parent if it waits (the same
+   * `CASE` as `wakeRun`, so a parent suspending right now is waited for), and the statement
+   * NOTIFYs if any parent woke. Returns the indexes of the commits whose fence held.
+   *
+   * The caller guarantees: no run has two commits in the batch; every op is of its commit's run;
+   * a finish is a commit's last op. So no row is written twice by the statement, except a parent
+   * finishing in the same batch as its child — that parent is not woken (it is finishing).
+   */
+  async fencedBatch(db: Pool | Db, commits: { fence: Fence; ops: WriteOp[] }[]): Promise<Set<number>> {
+    const steps: { fence: Fence; steps: StepRecord[] }[] = [];
+    const completion = { c: [] as number[], seq: [] as number[], completion: [] as number[] };
+    const finish = {
+      c: [] as number[],
+      status: [] as string[],
+      output: [] as (string | null)[],
+      hash: [] as (string | null)[],
+      payload: [] as (string | null)[],
+      size: [] as (number | null)[],
+      error: [] as (string | null)[],
+      at: [] as number[],
+    };
+    commits.forEach((commit, i) => {
+      const own: StepRecord[] = [];
+      for (const op of commit.ops) {
+        if (op.type === "step") own.push(op.step);
+        else if (op.type === "completion") {
+          completion.c.push(i + 1);
+          completion.seq.push(op.seq);
+          completion.completion.push(op.completion);
+        } else if (op.type === "finish") {
+          const [output, hash] = splitStored(op.output);
+          finish.c.push(i + 1);
+          finish.status.push(op.status);
+          finish.output.push(output);
+          finish.hash.push(hash);
+          finish.payload.push(hash === null ? null : op.output!.text);
+          finish.size.push(hash === null ? null : op.output!.text.length);
+          finish.error.push(op.error);
+          finish.at.push(op.at);
+        }
+      }
+      steps.push({ fence: commit.fence, steps: own });
+    });
+    const cols = stepColumns(steps);
+    const result = await db.query<{ c: number }>({
+      name: "cairn_fenced_batch",
+      text: `WITH l AS (
+               SELECT id, executor_id, status FROM cairn_runs
+               WHERE id IN (${runsAndParents("$1", "$31")}) ORDER BY id FOR UPDATE),
+             f AS (
+               SELECT f.c, l.id FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS f(run_id, executor_id, c)
+               JOIN l ON l.id = f.run_id AND l.executor_id = f.executor_id AND l.status = 'running'),
+             v AS (
+               SELECT * FROM unnest($3::int[], $4::text[], $5::int[], $6::text[], $7::text[], $8::text[], $9::text[],
+                 $10::text[], $11::text[], $12::bigint[], $13::bigint[], $14::int[], $15::text[], $16::int[],
+                 $17::text[], $18::int[], $19::text[])
+                 AS v(c, run_id, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts,
+                   payload, payload_size, path, completion, fingerprint)
+               WHERE v.c IN (SELECT f.c FROM f)),
+             x AS (
+               SELECT f.id, x.* FROM unnest($23::int[], $24::text[], $25::text[], $26::text[], $27::text[], $28::int[],
+                 $29::text[], $30::bigint[]) AS x(c, status, output, output_hash, payload, payload_size, error, at)
+               JOIN f ON f.c = x.c),
+             p AS (
+               INSERT INTO cairn_payloads (hash, body, size, created_at)
+               SELECT DISTINCT ON (h.output_hash) h.output_hash, h.payload, h.payload_size, h.at FROM (
+                 SELECT output_hash, payload, payload_size, started_at AS at FROM v WHERE output_hash IS NOT NULL
+                 UNION ALL SELECT output_hash, payload, payload_size, at FROM x WHERE output_hash IS NOT NULL) h
+               ON CONFLICT (hash) DO NOTHING),
+             s AS (
+               INSERT INTO cairn_steps (run_id, seq, name, kind, status, output, output_hash, error, started_at,
+                 finished_at, attempts, path, completion, fingerprint)
+               SELECT run_id, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts,
+                 path, completion, fingerprint FROM v
+               ON CONFLICT (run_id, seq) DO UPDATE SET status = excluded.status, output = excluded.output,
+                 output_hash = excluded.output_hash, error = excluded.error, finished_at = excluded.finished_at,
+                 attempts = excluded.attempts, completion = excluded.completion
+               WHERE cairn_steps.status = 'pending'),
+             k AS (
+               UPDATE cairn_steps st SET completion = k.completion
+               FROM unnest($20::int[], $21::int[], $22::int[]) AS k(c, seq, completion) JOIN f ON f.c = k.c
+               WHERE st.run_id = f.id AND st.seq = k.seq),
+             d AS (
+               UPDATE cairn_runs r SET status = x.status, output = x.output, output_hash = x.output_hash, error = x.error,
+                 finished_at = x.at, updated_at = x.at, executor_id = NULL, wake_at = NULL
+               FROM x WHERE r.id = x.id RETURNING r.parent_id, x.at),
+             w AS (
+               UPDATE cairn_runs SET
+                 wake_at = CASE WHEN status = 'waiting' THEN d.at ELSE wake_at END,
+                 updated_at = CASE WHEN status = 'waiting' THEN d.at ELSE updated_at END
+               FROM (SELECT parent_id, max(at) AS at FROM d WHERE parent_id IS NOT NULL GROUP BY parent_id) d
+               WHERE cairn_runs.id = d.parent_id AND cairn_runs.id NOT IN (SELECT id FROM x)
+               RETURNING status = 'waiting' AS woke),
+             n AS (SELECT pg_notify('${WAKE_CHANNEL}', '') WHERE EXISTS (SELECT 1 FROM w WHERE woke))
+           SELECT c FROM f, (SELECT count(*) FROM n) AS notified`,
       values: [
         commits.map((c) => c.fence.runId),
         commits.map((c) => c.fence.executorId),
-        cols.c,
-        cols.runId,
-        cols.seq,
-        cols.name,
-        cols.kind,
-        cols.status,
-        cols.output,
-        cols.outputHash,
-        cols.error,
-        cols.startedAt,
-        cols.finishedAt,
-        cols.attempts,
-        cols.payload,
-        cols.payloadSize,
-        cols.path,
-        cols.completion,
-        cols.fingerprint,
+        ...cols,
+        completion.c,
+        completion.seq,
+        completion.completion,
+        finish.c,
+        finish.status,
+        finish.output,
+        finish.hash,
+        finish.payload,
+        finish.size,
+        finish.error,
+        finish.at,
+        finish.c.map((c) => commits[c - 1]!.fence.runId),
       ],
     });
     return new Set(result.rows.map((r) => Number(r.c) - 1));
@@ -380,6 +441,68 @@ export class PostgresWrites {
     });
   }
 
+  /**
+   * Many new runs in ONE autocommitted statement (the group commit of starts: `startMany`, or
+   * concurrent `start()` calls that met in one flush): their input payloads and their rows, each
+   * `ON CONFLICT (id) DO NOTHING` as a single start is, and one NOTIFY if any is enqueued. Rows go
+   * in in id order, so two such statements with overlapping ids wait for each other instead of
+   * deadlocking. A run listed twice is inserted once (the first), as two starts of one id would be.
+   */
+  async runBatch(db: Pool | Db, runs: readonly NewRun[]): Promise<void> {
+    const hashes: (string | null)[] = [];
+    const inputs: (string | null)[] = [];
+    const payloads: (string | null)[] = [];
+    const sizes: (number | null)[] = [];
+    for (const run of runs) {
+      const [input, hash] = splitStored(run.input);
+      inputs.push(input);
+      hashes.push(hash);
+      payloads.push(hash === null ? null : run.input.text);
+      sizes.push(hash === null ? null : run.input.text.length);
+    }
+    await db.query({
+      name: "cairn_run_batch",
+      text: `WITH v AS (
+               SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[],
+                 $8::text[], $9::text[], $10::text[], $11::bigint[], $12::bigint[], $13::text[], $14::int[],
+                 $15::text[], $16::int[])
+                 WITH ORDINALITY AS v(id, workflow, status, input, input_hash, parent_id, parent_seq, root_id, app_version,
+                   executor_id, deadline_at, created_at, forked_from, forked_from_seq, payload, payload_size, n)),
+             p AS (
+               INSERT INTO cairn_payloads (hash, body, size, created_at)
+               SELECT DISTINCT ON (input_hash) input_hash, payload, payload_size, created_at FROM v
+               WHERE input_hash IS NOT NULL
+               ON CONFLICT (hash) DO NOTHING),
+             i AS (
+               INSERT INTO cairn_runs (id, workflow, status, input, input_hash, parent_id, parent_seq, root_id, app_version,
+                 executor_id, deadline_at, created_at, updated_at, forked_from, forked_from_seq)
+               SELECT DISTINCT ON (id) id, workflow, status, input, input_hash, parent_id, parent_seq, root_id, app_version,
+                 executor_id, deadline_at, created_at, created_at, forked_from, forked_from_seq
+               FROM v ORDER BY id, n
+               ON CONFLICT (id) DO NOTHING
+               RETURNING status)
+           SELECT pg_notify('${WAKE_CHANNEL}', '') WHERE EXISTS (SELECT 1 FROM i WHERE status = 'enqueued')`,
+      values: [
+        runs.map((r) => r.id),
+        runs.map((r) => r.workflow),
+        runs.map((r) => r.status),
+        inputs,
+        hashes,
+        runs.map((r) => r.parentId),
+        runs.map((r) => r.parentSeq),
+        runs.map((r) => r.rootId),
+        runs.map((r) => r.appVersion),
+        runs.map((r) => r.executorId),
+        runs.map((r) => r.deadlineAt),
+        runs.map((r) => r.createdAt),
+        runs.map((r) => r.forkedFrom),
+        runs.map((r) => r.forkedFromSeq),
+        payloads,
+        sizes,
+      ],
+    });
+  }
+
   private async run(db: Db, run: NewRun): Promise<void> {
     const [input] = splitStored(run.input);
     await db.query({
@@ -412,6 +535,16 @@ export class PostgresWrites {
 }
 
 /**
+ * The ids in the list `runs`, and the parents of the runs in the list `finishing`, as a set the
+ * planner looks up by primary key. (`id = ANY($1) OR id IN (...)` cannot use the index: every row
+ * of cairn_runs was compared with every id, and a batch of 1,000 finishes took most of a second.)
+ */
+function runsAndParents(runs: string, finishing: string): string {
+  return `SELECT unnest(${runs}::text[]) UNION
+    SELECT p.parent_id FROM cairn_runs p WHERE p.id IN (SELECT unnest(${finishing}::text[])) AND p.parent_id IS NOT NULL`;
+}
+
+/**
  * Writes a large value to the payload table once, in the same statement as the row that refers
  * to it. Parameters $1..$4: hash (null for an inline value, which inserts nothing), body, size,
  * created_at; the statement's own parameters start at $5.
@@ -435,4 +568,71 @@ function wakeRun(idSql: string, atSql: string): string {
       wake_at = CASE WHEN status = 'waiting' THEN ${atSql}::bigint ELSE wake_at END,
       updated_at = CASE WHEN status = 'waiting' THEN ${atSql}::bigint ELSE updated_at END
     WHERE id = ${idSql}`;
+}
+
+/**
+ * The step records of fenced commits as the 17 column arrays `stepBatch` and `fencedBatch` unnest
+ * ($3..$19): the commit's 1-based index, then the row's columns, its payload and the payload's size.
+ */
+function stepColumns(commits: { steps: StepRecord[] }[]): unknown[] {
+  const cols = {
+    c: [] as number[],
+    runId: [] as string[],
+    seq: [] as number[],
+    name: [] as string[],
+    kind: [] as string[],
+    status: [] as string[],
+    output: [] as (string | null)[],
+    outputHash: [] as (string | null)[],
+    error: [] as (string | null)[],
+    startedAt: [] as number[],
+    finishedAt: [] as (number | null)[],
+    attempts: [] as number[],
+    payload: [] as (string | null)[],
+    payloadSize: [] as (number | null)[],
+    path: [] as (string | null)[],
+    completion: [] as (number | null)[],
+    fingerprint: [] as (string | null)[],
+  };
+  commits.forEach((commit, i) => {
+    for (const step of commit.steps) {
+      const [output, hash] = splitStored(step.output);
+      cols.c.push(i + 1);
+      cols.runId.push(step.runId);
+      cols.seq.push(step.seq);
+      cols.name.push(step.name);
+      cols.kind.push(step.kind);
+      cols.status.push(step.status);
+      cols.output.push(output);
+      cols.outputHash.push(hash);
+      cols.error.push(step.error);
+      cols.startedAt.push(step.startedAt);
+      cols.finishedAt.push(step.finishedAt);
+      cols.attempts.push(step.attempts);
+      cols.payload.push(hash === null ? null : step.output!.text);
+      cols.payloadSize.push(hash === null ? null : step.output!.text.length);
+      cols.path.push(step.path ?? null);
+      cols.completion.push(step.completion ?? null);
+      cols.fingerprint.push(step.fingerprint ?? null);
+    }
+  });
+  return [
+    cols.c,
+    cols.runId,
+    cols.seq,
+    cols.name,
+    cols.kind,
+    cols.status,
+    cols.output,
+    cols.outputHash,
+    cols.error,
+    cols.startedAt,
+    cols.finishedAt,
+    cols.attempts,
+    cols.payload,
+    cols.payloadSize,
+    cols.path,
+    cols.completion,
+    cols.fingerprint,
+  ];
 }
