@@ -176,7 +176,7 @@ const CAIRN_COLUMNS = {
   cairn_model_calls: ["run_id", "provider", "model_id", "prompt_hash", "prompt_messages", "finish_reason", "text_excerpt", "tool_call_ids"],
 };
 
-async function cairnArm(turns: Turn[]): Promise<ArmMeasurement> {
+export async function cairnArm(turns: Turn[]): Promise<ArmMeasurement> {
   const scratch = scratchSqlite();
   const errors: unknown[] = [];
   const cairn = new Cairn({ database: scratch.database, onError: (error) => errors.push(error) });
