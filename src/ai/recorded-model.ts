@@ -204,7 +204,7 @@ export function recordedModel<M extends CairnLanguageModel>(run: DurableRun, giv
             throw failure(error, params);
           }
           const requestBody = result.request?.body;
-          const body = requestBody === undefined ? undefined : encodeBody(run, seq, requestBody, params.prompt);
+          const body = requestBody === undefined ? undefined : encodeBody(run, seq, requestBody, params.prompt, view);
           const record = generateRecord(result, model, run.clock.now(), run.clock.now() - started, body?.form);
           attempts.set(record, { body, live: requestBody === undefined ? undefined : { body: requestBody } });
           return record;
@@ -337,7 +337,7 @@ export function recordedModel<M extends CairnLanguageModel>(run: DurableRun, giv
             if (thrown !== undefined) deliver(metadata, metadata);
             else consumer.enqueue(metadata);
           }
-          body = requestBody === undefined ? undefined : encodeBody(run, seq, requestBody, params.prompt);
+          body = requestBody === undefined ? undefined : encodeBody(run, seq, requestBody, params.prompt, view);
           const headers = redactHeadersOf(result.response?.headers);
           const value: StreamRecord = { parts, latencyMs: run.clock.now() - started };
           if (body !== undefined) value.requestBody = body.form;
