@@ -51,6 +51,13 @@ class UrlSnapshot {
 class DateSnapshot {
   constructor(readonly time: number) {}
 }
+/** A plain object's own keys, in order, and their values' snapshots: compared without allocating. */
+class ObjectSnapshot {
+  constructor(
+    readonly keys: string[],
+    readonly values: Snapshot[],
+  ) {}
+}
 
 export class PromptMemo {
   private prompt: readonly unknown[] | undefined;
@@ -122,14 +129,16 @@ function snapshotOf(value: unknown, depth: number): Snapshot {
   // A null-prototype object encodes apart from a plain one (codec.ts): not reused.
   if (Object.getPrototypeOf(value) !== Object.prototype) return NOT_PLAIN;
   if (Object.getOwnPropertySymbols(value).length > 0) return NOT_PLAIN;
-  const out: Record<string, Snapshot> = {};
-  for (const key of Object.keys(value)) {
+  const keys = Object.keys(value);
+  const values: Snapshot[] = new Array(keys.length);
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!;
     if (key === "__proto__" || key === "toJSON") return NOT_PLAIN;
     const item = snapshotOf((value as Record<string, unknown>)[key], depth + 1);
     if (item === NOT_PLAIN) return NOT_PLAIN;
-    out[key] = item;
+    values[i] = item;
   }
-  return out;
+  return new ObjectSnapshot(keys, values);
 }
 
 /** True only when `value` would encode exactly as the message `snapshot` was taken of did. */
@@ -152,15 +161,15 @@ function sameAsSnapshot(value: unknown, snapshot: Snapshot, depth: number): bool
   if (value instanceof URL) return snapshot instanceof UrlSnapshot && value.href === snapshot.href;
   if (value instanceof Date)
     return snapshot instanceof DateSnapshot && Object.getPrototypeOf(value) === Date.prototype && Object.is(value.getTime(), snapshot.time);
-  if (Array.isArray(snapshot) || snapshot instanceof Uint8Array || snapshot instanceof UrlSnapshot || snapshot instanceof DateSnapshot) return false;
-  if (Object.getPrototypeOf(value) !== Object.prototype) return false;
-  // Key order is part of the encoding: compare the keys in order.
-  const keys = Object.keys(value);
-  const before = Object.keys(snapshot);
-  if (keys.length !== before.length || Object.getOwnPropertySymbols(value).length > 0) return false;
-  for (let i = 0; i < keys.length; i++) {
-    const key = keys[i]!;
-    if (key !== before[i] || !sameAsSnapshot((value as Record<string, unknown>)[key], (snapshot as Record<string, unknown>)[key], depth + 1)) return false;
+  if (!(snapshot instanceof ObjectSnapshot) || Object.getPrototypeOf(value) !== Object.prototype) return false;
+  // Key order is part of the encoding: the keys must come in the snapshot's order. for-in yields
+  // the own enumerable keys in Object.keys' order (then inherited enumerable ones, which no
+  // snapshot has: a mismatch, so no reuse) without allocating an array of them.
+  const { keys, values } = snapshot;
+  let i = 0;
+  for (const key in value) {
+    if (key !== keys[i] || !sameAsSnapshot((value as Record<string, unknown>)[key], values[i], depth + 1)) return false;
+    i++;
   }
-  return true;
+  return i === keys.length && Object.getOwnPropertySymbols(value).length === 0;
 }
