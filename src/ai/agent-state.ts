@@ -2,6 +2,7 @@ import type { DurableRun } from "../engine/durable-run.js";
 import type { LastPrompt } from "./model-call-record.js";
 import type { Pricing } from "./pricing.js";
 import { Mutex } from "../store/mutex.js";
+import { PromptMemo } from "./prompt-memo.js";
 
 /**
  * What the agent helpers remember about one loaded run, rebuilt on replay as recorded operations
@@ -17,6 +18,11 @@ export interface AgentRunState {
   scopeId: string | undefined;
   /** The last model call's prompt (live or replayed): the base of the next prompt's delta. */
   lastPrompt: LastPrompt | undefined;
+  /**
+   * The prompts model calls were sent, as far as the next call can reuse them: fingerprints and
+   * message hashes of a growing conversation computed for the added messages only.
+   */
+  readonly promptMemo: PromptMemo;
   /** How many model handles with a budget of their own the run has made: names their scopes. */
   modelBudgets: number;
   /** The application's approval key: decisions must be signed with it (see approval-channel.ts). */
@@ -37,6 +43,7 @@ export function agentState(run: DurableRun): AgentRunState {
       pricing: undefined,
       scopeId: undefined,
       lastPrompt: undefined,
+      promptMemo: new PromptMemo(),
       modelBudgets: 0,
       approvalKey: undefined,
       modelOrder: new Mutex(),

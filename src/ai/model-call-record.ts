@@ -2,6 +2,7 @@ import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3Genera
 import type { DurableRun } from "../engine/durable-run.js";
 import { encodeValue, hashText } from "../store/value/index.js";
 import type { WriteOp } from "../store/store.js";
+import type { PromptView } from "./prompt-memo.js";
 
 /** What the `cairn_model_calls` row says of one response. */
 export interface CallSummary {
@@ -22,6 +23,8 @@ export interface PromptRecord {
   stored: string;
   /** Payload rows for messages not stored yet. */
   payloads: WriteOp[];
+  /** Their hashes: add them to the run's stored set once the record commits. */
+  added: string[];
 }
 
 /** The last prompt a run sent, kept to store the next one as a delta and to skip re-hashing. */
@@ -78,18 +81,34 @@ export function modelCallRow(run: DurableRun, seq: number, model: LanguageModelV
  * conversation of N turns stores O(N) messages. When the prompt extends the run's previous one (a
  * conversation growing turn by turn), the row stores `{"after": seq, "add": [...]}` — the previous
  * call's seq and the hashes of the messages added since — so the rows grow O(N) too, not O(N²).
- * Messages that are the very objects of the previous prompt reuse its hashes. The prompt's own hash
- * is the hash of all its message hashes. `expandPromptMessages` reads either form back.
+ * Messages the run's prompt memo already knows (prompt-memo.ts: equal to the same message of the
+ * prompt before) reuse their hash, so a call encodes and hashes only the messages it adds. The
+ * prompt's own hash is the hash of all its message hashes. `expandPromptMessages` reads either
+ * form back.
+ *
+ * `stored` holds the hashes of payloads already committed by this run (see `PromptRecord.added`):
+ * a message whose payload a failed call held, uncommitted, is written again by the next call.
  */
-export function promptRecord(params: LanguageModelV3CallOptions, stored: Set<string>, previous: LastPrompt | undefined, at: number): PromptRecord {
+export function promptRecord(
+  params: LanguageModelV3CallOptions,
+  stored: Set<string>,
+  previous: LastPrompt | undefined,
+  view: PromptView,
+  at: number,
+): PromptRecord {
   const payloads: WriteOp[] = [];
-  const before = previous === undefined ? undefined : (previous.hashes ??= previous.messages.map((m) => hashText(safeEncode(m))));
+  const added: string[] = [];
   const messages = params.prompt.map((message, i) => {
-    if (previous !== undefined && before !== undefined && previous.messages[i] === message) return before[i]!;
-    const text = safeEncode(message);
-    const hash = hashText(text);
-    if (!stored.has(hash)) {
-      stored.add(hash);
+    let hash = view.hashes[i];
+    let text: string | undefined;
+    if (hash === undefined) {
+      text = safeEncode(message);
+      hash = hashText(text);
+      view.hashes[i] = hash;
+    }
+    if (!stored.has(hash) && !added.includes(hash)) {
+      text ??= safeEncode(message);
+      added.push(hash);
       payloads.push({
         type: "insert",
         table: "cairn_payloads",
@@ -99,10 +118,19 @@ export function promptRecord(params: LanguageModelV3CallOptions, stored: Set<str
     }
     return hash;
   });
-  const extends_ = before !== undefined && before.length <= messages.length && before.every((h, i) => messages[i] === h);
+  let extends_: boolean;
+  if (previous === undefined) {
+    extends_ = false;
+  } else if (previous.messages === view.previous) {
+    // The memo compared this prompt with the previous call's: it extends it if it shares all of it.
+    extends_ = view.common === previous.messages.length;
+  } else {
+    const before = (previous.hashes ??= previous.messages.map((m) => hashText(safeEncode(m))));
+    extends_ = before.length <= messages.length && before.every((h, i) => messages[i] === h);
+  }
   const storedForm =
-    previous !== undefined && extends_ ? JSON.stringify({ after: previous.seq, add: messages.slice(before!.length) }) : JSON.stringify(messages);
-  return { hash: hashText(messages.join(",")), messages, stored: storedForm, payloads };
+    previous !== undefined && extends_ ? JSON.stringify({ after: previous.seq, add: messages.slice(previous.messages.length) }) : JSON.stringify(messages);
+  return { hash: hashText(messages.join(",")), messages, stored: storedForm, payloads, added };
 }
 
 /**

@@ -9,7 +9,6 @@ import { BudgetExceededError } from "../errors.js";
 import type { DurableRun } from "../engine/durable-run.js";
 import type { StepOptions } from "../engine/context.js";
 import type { WriteOp } from "../store/store.js";
-import { fingerprintOf } from "../engine/fingerprint.js";
 import { agentState, type AgentRunState } from "./agent-state.js";
 import { chargeOp, exceeded, scopeChain } from "./budget.js";
 import { askForMoreIfSpent } from "./budget-approval.js";
@@ -183,16 +182,17 @@ export function recordedModel<M extends CairnLanguageModel>(run: DurableRun, giv
       let live: { body: unknown } | undefined;
       let recordedSeq: number | undefined;
       const previous = state.lastPrompt;
+      const view = state.promptMemo.see(params.prompt);
       const call = run.operation<GenerateRecord>({
         kind: "model",
         name,
-        fingerprint: promptFingerprint(params),
+        fingerprint: view.fingerprint,
         options: stepOptions(params, () => false),
         trace: generateSpan(model, params),
         execute: async ({ signal, seq }) => {
           recordedSeq = seq;
           chain = await admit();
-          prompt ??= promptRecord(params, state.storedMessages, previous, run.clock.now());
+          prompt ??= promptRecord(params, state.storedMessages, previous, view, run.clock.now());
           const started = run.clock.now();
           let result: LanguageModelV3GenerateResult;
           try {
@@ -204,7 +204,7 @@ export function recordedModel<M extends CairnLanguageModel>(run: DurableRun, giv
             throw failure(error, params);
           }
           const requestBody = result.request?.body;
-          const body = requestBody === undefined ? undefined : encodeBody(run, seq, requestBody, params.prompt);
+          const body = requestBody === undefined ? undefined : encodeBody(run, seq, requestBody, params.prompt, view);
           const record = generateRecord(result, model, run.clock.now(), run.clock.now() - started, body?.form);
           attempts.set(record, { body, live: requestBody === undefined ? undefined : { body: requestBody } });
           return record;
@@ -259,17 +259,18 @@ export function recordedModel<M extends CairnLanguageModel>(run: DurableRun, giv
       let opened!: (head: { request?: { body: unknown }; response?: { headers?: Record<string, string> } }) => void;
       const head = new Promise<{ request?: { body: unknown }; response?: { headers?: Record<string, string> } }>((resolve) => (opened = resolve));
       const previous = state.lastPrompt;
+      const view = state.promptMemo.see(params.prompt);
       const recorded = run.operation<StreamRecord>({
         kind: "model",
         name,
-        fingerprint: promptFingerprint(params),
+        fingerprint: view.fingerprint,
         options: stepOptions(params, () => delivered),
         trace: streamSpan(model, params),
         execute: async ({ signal, seq, attempt }) => {
           liveCall = true;
           recordedSeq = seq;
           chain = await admit();
-          prompt ??= promptRecord(params, state.storedMessages, previous, run.clock.now());
+          prompt ??= promptRecord(params, state.storedMessages, previous, view, run.clock.now());
           const started = run.clock.now();
           let result: Awaited<ReturnType<LanguageModelV3["doStream"]>>;
           try {
@@ -336,7 +337,7 @@ export function recordedModel<M extends CairnLanguageModel>(run: DurableRun, giv
             if (thrown !== undefined) deliver(metadata, metadata);
             else consumer.enqueue(metadata);
           }
-          body = requestBody === undefined ? undefined : encodeBody(run, seq, requestBody, params.prompt);
+          body = requestBody === undefined ? undefined : encodeBody(run, seq, requestBody, params.prompt, view);
           const headers = redactHeadersOf(result.response?.headers);
           const value: StreamRecord = { parts, latencyMs: run.clock.now() - started };
           if (body !== undefined) value.requestBody = body.form;
@@ -419,6 +420,8 @@ function redactHeadersOf(headers: Record<string, string | undefined> | undefined
 
 function remember(state: AgentRunState, seq: number, summary: CallSummary, params: LanguageModelV3CallOptions, prompt: PromptRecord | undefined): void {
   state.lastPrompt = { seq, messages: params.prompt, hashes: prompt?.messages };
+  // Committed now: later calls need not write these payloads again.
+  for (const hash of prompt?.added ?? []) state.storedMessages.add(hash);
   for (const id of summary.toolCallIds) state.toolCallModelSeq.set(id, seq);
   state.costUsd += costUsd(state.pricing, summary.inputTokens, summary.outputTokens);
 }
@@ -469,13 +472,4 @@ function retryableProviderError(error: unknown): boolean {
   const status = (error as { statusCode?: unknown } | null)?.statusCode;
   if (typeof status === "number" && status >= 400 && status < 500) return status === 408 || status === 409 || status === 429;
   return true;
-}
-
-/**
- * What a model call is asked, in 16 hex digits: recorded with the call and compared on replay, so a
- * prompt that changed (or a call that took another branch's record) fails loudly instead of
- * returning another call's answer.
- */
-function promptFingerprint(params: LanguageModelV3CallOptions): string {
-  return fingerprintOf(params.prompt);
 }

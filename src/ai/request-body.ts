@@ -1,6 +1,7 @@
 import type { DurableRun } from "../engine/durable-run.js";
 import { decodeValue } from "../store/value/index.js";
 import { redactJson } from "./credentials.js";
+import type { PromptView } from "./prompt-memo.js";
 
 /**
  * The request body a provider sent (`result.request.body`, an `APICallError`'s `requestBodyValues`),
@@ -40,8 +41,29 @@ const REFERENCE_FROM = 64;
 const RECENT_BODIES = 16;
 
 interface BodyIndex {
-  /** Per stored array: each element as recorded (JSON, references in) and as rebuilt. */
-  arrays: Map<string, { texts: string[]; values: unknown[] }>;
+  /**
+   * Per stored array: each element as recorded (JSON, references in) and as rebuilt. A live body's
+   * elements are copied only when a later body's decoding reads them (which replay, rebuilding
+   * recorded bodies only, does not do for bodies encoded live): copying the whole conversation at
+   * every call made a provider's body cost O(N) per call.
+   */
+  arrays: Map<string, ArrayIndex>;
+}
+
+interface ArrayIndex {
+  texts: string[];
+  readonly values: unknown[];
+}
+
+/** An array's index whose values are JSON copies of `source`'s elements, made on first read. */
+function lazyIndex(texts: string[], source: unknown[]): ArrayIndex {
+  let values: unknown[] | undefined;
+  return {
+    texts,
+    get values() {
+      return (values ??= source.map((item) => JSON.parse(JSON.stringify(item ?? null)) as unknown));
+    },
+  };
 }
 
 /** The run's recent bodies by seq, oldest first. */
@@ -53,9 +75,10 @@ export interface EncodedBody {
   remember(): void;
 }
 
-export function encodeBody(run: DurableRun, seq: number, body: unknown, prompt: readonly unknown[] | undefined): EncodedBody {
+/** `view`: what the run's prompt memo knows of `prompt` (prompt-memo.ts), to index only its new messages. */
+export function encodeBody(run: DurableRun, seq: number, body: unknown, prompt: readonly unknown[] | undefined, view?: PromptView): EncodedBody {
   const recent = recentBodies.get(run);
-  const references = prompt === undefined ? new Map<string, PromptRef>() : promptStrings(prompt);
+  const references = prompt === undefined ? new Map<string, PromptRef>() : promptStringsOf(run, prompt, view);
   const arrays: BodyIndex["arrays"] = new Map();
   // Arrays inside an array's elements stay inline: a delta names its array by path, and the
   // elements of one array share theirs.
@@ -67,7 +90,7 @@ export function encodeBody(run: DurableRun, seq: number, body: unknown, prompt: 
       if (nested) return walked;
       const texts = walked.map((item) => JSON.stringify(item ?? null));
       if (texts.reduce((n, t) => n + t.length, 0) < ADDRESS_ABOVE) return walked;
-      arrays.set(path, { texts, values: value.map((item) => JSON.parse(JSON.stringify(item ?? null)) as unknown) });
+      arrays.set(path, lazyIndex(texts, value.slice()));
       const base = longestBase(recent, path, texts);
       return base === undefined ? { $cairnArray: walked } : { $cairnArray: walked.slice(base.length), after: base.seq };
     }
@@ -181,10 +204,31 @@ interface PromptRef {
   j?: 1;
 }
 
-/** Every long string of the prompt, and the JSON of every value in its messages, with where it is. */
-function promptStrings(prompt: readonly unknown[]): Map<string, PromptRef> {
-  const out = new Map<string, PromptRef>();
+/** The last prompt indexed by `promptStrings` in each run, and its index. */
+const lastIndexed = new WeakMap<DurableRun, { prompt: readonly unknown[]; strings: Map<string, PromptRef> }>();
+
+/**
+ * `promptStrings(prompt)`, from the run's last indexed prompt when `prompt` extends it (the memo
+ * found all of that prompt's messages equal to this one's first ones): a copy of its index with the
+ * new messages' strings added — the same map, entry for entry and in the same order, without
+ * serializing the whole conversation again at every call.
+ */
+function promptStringsOf(run: DurableRun, prompt: readonly unknown[], view: PromptView | undefined): Map<string, PromptRef> {
+  const last = lastIndexed.get(run);
+  if (last !== undefined && last.prompt === prompt) return last.strings;
+  const extendsLast = last !== undefined && view !== undefined && view.previous === last.prompt && view.common === last.prompt.length;
+  const strings = extendsLast ? promptStrings(prompt, last.prompt.length, new Map(last.strings)) : promptStrings(prompt, 0, new Map());
+  lastIndexed.set(run, { prompt, strings });
+  return strings;
+}
+
+/**
+ * Every long string of the prompt, and the JSON of every value in its messages, with where it is
+ * (the first place, in message order), added to `out` from message `from` on.
+ */
+function promptStrings(prompt: readonly unknown[], from: number, out: Map<string, PromptRef>): Map<string, PromptRef> {
   prompt.forEach((message, i) => {
+    if (i < from) return;
     const visit = (value: unknown, path: (string | number)[], depth: number): void => {
       if (typeof value === "string") {
         if (value.length >= REFERENCE_FROM && !out.has(value)) out.set(value, { $cairnRef: i, p: path });

@@ -6,7 +6,8 @@ import { startMockLlm, type MockLlm } from "../../src/testing/mock-llm/index.js"
 import { BACKENDS } from "../backends.js";
 import { cairnFactory } from "../harness.js";
 import { storeOf } from "../../src/internal.js";
-import { responseMessages, systemInMessages } from "./sdk-matrix.js";
+import { MockLanguageModel, responseMessages, systemInMessages } from "./sdk-matrix.js";
+import { answer } from "./scripted-model.js";
 
 describe.each(BACKENDS)("prompt storage on $name", (backend) => {
   const env = cairnFactory(backend);
@@ -46,5 +47,33 @@ describe.each(BACKENDS)("prompt storage on $name", (backend) => {
       last,
     );
     expect(Number(payloads[0]!.n)).toBe(10);
+  });
+
+  it("writes the payloads of a failed call's prompt with the next call that sends them", async () => {
+    let calls = 0;
+    const model = new MockLanguageModel({
+      doGenerate: async () => {
+        if (++calls === 1) throw new Error("provider down");
+        return answer([{ type: "text", text: "ok" }]);
+      },
+    });
+    const cairn = env.cairn(await env.database());
+    const wf = cairn.workflow("retry-by-hand", async (ctx) => {
+      const messages: ModelMessage[] = [{ role: "user", content: "a question long enough to be a message of its own" }];
+      try {
+        await generateText({ model: ctx.model(model), messages, maxRetries: 0 });
+      } catch {
+        // the first call failed and was recorded failed: its prompt's payloads were never committed
+      }
+      return (await generateText({ model: ctx.model(model), messages, maxRetries: 0 })).text;
+    });
+    await cairn.launch();
+    expect(await (await wf.start(undefined, { id: "retry" })).result()).toBe("ok");
+    const rows = await storeOf(cairn).select<{ prompt_messages: string }>("SELECT prompt_messages FROM cairn_model_calls WHERE run_id = 'retry'");
+    expect(rows).toHaveLength(1);
+    const hashes = await expandPromptMessages(rows[0]!.prompt_messages, async () => undefined);
+    expect(hashes).toHaveLength(1);
+    const payloads = await storeOf(cairn).select<{ n: number }>("SELECT count(*) AS n FROM cairn_payloads WHERE hash = $1", hashes);
+    expect(Number(payloads[0]!.n)).toBe(1);
   });
 });

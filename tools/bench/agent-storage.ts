@@ -176,10 +176,11 @@ const CAIRN_COLUMNS = {
   cairn_model_calls: ["run_id", "provider", "model_id", "prompt_hash", "prompt_messages", "finish_reason", "text_excerpt", "tool_call_ids"],
 };
 
-async function cairnArm(turns: Turn[]): Promise<ArmMeasurement> {
+/** `synchronous`: Cairn's option of that name; the bench's arm passes none (FULL, an fsync per commit). */
+export async function cairnArm(turns: Turn[], synchronous?: "NORMAL"): Promise<ArmMeasurement> {
   const scratch = scratchSqlite();
   const errors: unknown[] = [];
-  const cairn = new Cairn({ database: scratch.database, onError: (error) => errors.push(error) });
+  const cairn = new Cairn({ database: scratch.database, onError: (error) => errors.push(error), ...(synchronous === undefined ? {} : { synchronous }) });
   let reader: Database.Database | null = null;
   try {
     const mock = scriptedModel(turns);
@@ -226,12 +227,11 @@ async function cairnArm(turns: Turn[]): Promise<ArmMeasurement> {
     const runMs = performance.now() - begin;
     const times = await timer.stop();
     await cairn.shutdown();
-    const synchronous = "FULL"; // Cairn's default; the bench passes no option
     expectCairnRows(reader, turns);
     const bytes = columnBytes(reader, CAIRN_COLUMNS);
     return {
       arm: "cairn",
-      synchronous,
+      synchronous: synchronous ?? "FULL", // FULL: Cairn's default
       bytes: bytes.total,
       bytesByColumn: bytes.byColumn,
       bytesPerTurn: bytesAfterTurn.map((b, i) => b - (i === 0 ? 0 : bytesAfterTurn[i - 1]!)),
@@ -337,7 +337,7 @@ const LANGGRAPH_COLUMNS = {
  * leaves SqliteSaver as it ships: WAL on a better-sqlite3 connection, whose build defaults WAL
  * databases to synchronous=NORMAL (commits reach the WAL without an fsync).
  */
-async function langGraphArm(turns: Turn[], synchronous: "FULL" | null): Promise<ArmMeasurement> {
+export async function langGraphArm(turns: Turn[], synchronous: "FULL" | null): Promise<ArmMeasurement> {
   const scratch = scratchSqlite();
   const saver = SqliteSaver.fromConnString(scratch.database);
   try {

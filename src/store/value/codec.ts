@@ -71,6 +71,15 @@ function newContext(where: string): EncodeContext {
   return { where, stack: new Set(), errors: [] };
 }
 
+/** For tests: `encodeValue` with the plain-data shortcut off, every value walked and copied. */
+export function encodeValueWalked(value: unknown, where: string): string {
+  const context = newContext(where);
+  walkedOnly.add(context);
+  return JSON.stringify(toJson(value, context, "value", 0));
+}
+
+const walkedOnly = new WeakSet<EncodeContext>();
+
 function toJson(value: unknown, context: EncodeContext, path: string, depth: number): Json {
   switch (typeof value) {
     case "string":
@@ -88,7 +97,49 @@ function toJson(value: unknown, context: EncodeContext, path: string, depth: num
       throw unserializable(context.where, path, `a ${typeof value}`);
   }
   if (value === null) return null;
+  // Plain data (most of what steps return, model messages) is its own JSON form: no copy is made of
+  // it, and JSON.stringify writes the same text the copy would have given.
+  if (!walkedOnly.has(context) && isPlainJson(value, depth, Math.min(depth + PLAIN_CHECK_DEPTH, MAX_DEPTH))) return value as Json;
   return withStack(value as object, context, path, depth, () => objectToJson(value as object, context, path, depth));
+}
+
+/** How deep `isPlainJson` looks before leaving a value to the encoder's own walk. */
+const PLAIN_CHECK_DEPTH = 64;
+
+/**
+ * Whether `value` is data JSON keeps as it is, so that `JSON.stringify(value)` is exactly the text
+ * `toJson` would give: strings, booleans, null, finite numbers other than -0, arrays without holes
+ * and plain objects (Object.prototype) with no "$c", "__proto__" or "toJSON" key and no symbol
+ * keys, nested less than `stop` deep. Anything else — undefined, -0, a Date, a cycle (it reaches
+ * `stop`) — is left to the encoder, which tags or refuses it as before. No allocation but
+ * `Object.keys`.
+ */
+function isPlainJson(value: unknown, depth: number, stop: number): boolean {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return true;
+    case "number":
+      return Number.isFinite(value) && !(value === 0 && 1 / value < 0);
+    case "object":
+      break;
+    default:
+      return false;
+  }
+  if (value === null) return true;
+  if (depth >= stop) return false;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  if (proto === Array.prototype) {
+    const array = value as unknown[];
+    for (let i = 0; i < array.length; i++) if (!(i in array) || !isPlainJson(array[i], depth + 1, stop)) return false;
+    return true;
+  }
+  if (proto !== Object.prototype || Object.getOwnPropertySymbols(value).length > 0) return false;
+  for (const key of Object.keys(value)) {
+    if (key === TAG || key === "__proto__" || key === "toJSON") return false;
+    if (!isPlainJson((value as Record<string, unknown>)[key], depth + 1, stop)) return false;
+  }
+  return true;
 }
 
 /** Guards the recursion: cycles and excessive depth are refused before descending. */
