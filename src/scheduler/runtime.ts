@@ -130,6 +130,7 @@ export class CairnRuntime implements WorkflowHost, RunHost {
     this.clock = options.clock ?? systemClock;
     const leaseMs = options.leaseMs ?? 15_000;
     if (!Number.isFinite(leaseMs) || leaseMs <= 0) throw new InvalidSpecError("leaseMs", leaseMs, "must be > 0");
+    const warmRuns = warmRunsBound(options.warmRuns);
     // Before the store opens: a bad option leaves nothing open. No process starts until first use.
     this.isolation = new IsolationPool(options.isolation);
     this.storeInstance = options.store ?? openStore(this.database, options.synchronous === undefined ? {} : { synchronous: options.synchronous });
@@ -157,7 +158,7 @@ export class CairnRuntime implements WorkflowHost, RunHost {
       onError: options.onError ?? ((error) => console.error("[cairn]", error)),
       ...(options.retention === undefined ? {} : { maintenance: () => this.retention?.tick() }),
       ...(layers.tracing === undefined ? {} : { tracing: layers.tracing }),
-      warmRuns: warmRunsBound(options.warmRuns),
+      warmRuns,
     });
     this.retention =
       options.retention === undefined
