@@ -321,7 +321,7 @@ export class Executor implements ExecutionHost {
     const execution = this.executions.get(runId);
     this.executions.delete(runId);
     // Warm runs: an unloaded execution is kept for a warm continuation (dropped again below if the run was claimed meanwhile).
-    if (reason === "suspended" && execution !== undefined && this.started) this.warmRuns.park(execution);
+    if (reason === "suspended" && execution !== undefined && this.started && execution.fence.executorId === this.executorId) this.warmRuns.park(execution);
     const claimed = this.claimedWhileLettingGo.get(runId);
     if (claimed !== undefined) {
       this.claimedWhileLettingGo.delete(runId);
