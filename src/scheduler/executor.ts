@@ -579,7 +579,12 @@ export class Executor implements ExecutionHost {
   /** Runs cancelled or taken over by someone else while loaded here stop at once. */
   private async checkLostRuns(): Promise<void> {
     const lost = await this.store.lostRuns(this.executorId, [...this.executions.keys()]);
-    this.stopRuns(lost);
+    // Not stopRuns, which also drops a warm run: a run that unloaded while this was asked is
+    // reported too, and its parked execution stays (WarmRuns.take checks it when it is claimed).
+    for (const id of lost) {
+      this.executions.get(id)?.lost();
+      this.notifyRunChange(id);
+    }
   }
 
   /**
