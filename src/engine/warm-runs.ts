@@ -52,23 +52,30 @@ export class WarmRuns {
     return this.parked.size;
   }
 
-  /** Keeps an execution that just unloaded, if it may continue warm; evicts the oldest past the bound. */
-  park(execution: RunExecution): void {
-    if (this.maxRuns === 0 || !execution.parked) return;
-    this.parked.delete(execution.runId);
+  /**
+   * An execution that just unloaded: kept if `keep` (its executor's current incarnation parked it)
+   * and it may continue warm; the oldest are evicted past the bound. One not kept lets go of its
+   * waits, so that nothing of it stays reachable.
+   */
+  park(execution: RunExecution, keep: boolean): void {
+    if (!keep || this.maxRuns === 0 || !execution.parked) return execution.dropWaits();
+    this.forget(execution.runId);
     this.parked.set(execution.runId, execution);
-    for (const runId of this.parked.keys()) {
+    for (const [runId, oldest] of this.parked) {
       if (this.parked.size <= this.maxRuns) break;
       this.parked.delete(runId);
+      oldest.dropWaits();
     }
   }
 
   /** Drops the run's parked execution (it is loaded afresh, cancelled, resumed ...). */
   forget(runId: string): void {
+    this.parked.get(runId)?.dropWaits();
     this.parked.delete(runId);
   }
 
   clear(): void {
+    for (const execution of this.parked.values()) execution.dropWaits();
     this.parked.clear();
   }
 
@@ -80,16 +87,20 @@ export class WarmRuns {
     const execution = this.parked.get(run.id);
     if (execution === undefined) return undefined;
     this.parked.delete(run.id);
-    if (!execution.parked || execution.fence.executorId !== executorId || !sameRun(execution.info, run)) return undefined;
+    const warm = await this.mayContinue(execution, run, executorId, store);
+    if (!warm) execution.dropWaits();
+    return warm ? execution : undefined;
+  }
+
+  private async mayContinue(execution: RunExecution, run: RunRow, executorId: string, store: Store): Promise<boolean> {
+    if (!execution.parked || execution.fence.executorId !== executorId || !sameRun(execution.info, run)) return false;
     const expected = execution.watch.expectation();
-    if (expected === null) return undefined;
-    let unchanged: boolean;
+    if (expected === null) return false;
     try {
-      unchanged = await journalUnchanged(store, run.id, expected);
+      return (await journalUnchanged(store, run.id, expected)) && execution.parked;
     } catch {
-      return undefined; // the replay's own reads meet the store's trouble, and handle it
+      return false; // the replay's own reads meet the store's trouble, and handle it
     }
-    return unchanged && execution.parked ? execution : undefined;
   }
 }
 

@@ -321,7 +321,7 @@ export class Executor implements ExecutionHost {
     const execution = this.executions.get(runId);
     this.executions.delete(runId);
     // Warm runs: an unloaded execution is kept for a warm continuation (dropped again below if the run was claimed meanwhile).
-    if (reason === "suspended" && execution !== undefined && this.started && execution.fence.executorId === this.executorId) this.warmRuns.park(execution);
+    if (reason === "suspended" && execution !== undefined) this.warmRuns.park(execution, this.started && execution.fence.executorId === this.executorId);
     const claimed = this.claimedWhileLettingGo.get(runId);
     if (claimed !== undefined) {
       this.claimedWhileLettingGo.delete(runId);
@@ -473,6 +473,7 @@ export class Executor implements ExecutionHost {
       warm.wake();
       return;
     }
+    warm?.dropWaits();
     this.load(run, await this.store.loadJournal(run.id));
   }
 

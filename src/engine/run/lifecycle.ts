@@ -276,6 +276,7 @@ export abstract class RunLifecycle {
       return;
     }
     const at = this.clock.now();
+    this.dropWaits();
     this.trace?.end(status, status === "failed" ? failure : undefined);
     this.host.released(this.runId, "settled", undefined, {
       ...this.run,
@@ -293,6 +294,8 @@ export abstract class RunLifecycle {
 
   /** Tells the executor (and the trace) that this execution let go of its run, unsettled. */
   letGo(how: Exclude<RunEnd, "succeeded" | "failed">, error?: unknown): void {
+    // An unloaded execution's waits are the warm-run cache's to keep or drop (warm-runs.ts).
+    if (how !== "suspended") this.dropWaits();
     this.trace?.end(how, error);
     this.host.released(this.runId, how, error);
   }
@@ -342,6 +345,16 @@ export abstract class RunLifecycle {
     this.armDeadline();
     if (!this.live()) return;
     for (const [seq, wait] of held) this.redrive(seq, wait);
+  }
+
+  /**
+   * Lets go of the workflow's pending waits for good (the execution is not kept, or no longer):
+   * nothing can settle them now, and the execution, its journal and the workflow's frames become
+   * garbage as in any unloaded run. (Held resolvers would keep them reachable meanwhile.)
+   */
+  dropWaits(): void {
+    this.waits.clear();
+    this.redriving.clear();
   }
 
   private redrive(seq: number, held: HeldWait): void {
