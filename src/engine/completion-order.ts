@@ -88,6 +88,15 @@ export class CompletionOrder {
     if (this.stallTimer !== undefined) clearTimeout(this.stallTimer);
   }
 
+  /**
+   * Keeps order again after `close`: a parked run continues warm (run/lifecycle.ts `wake`). It was
+   * closed with nothing waiting for its turn (a run unloads only then), so it goes on where it was.
+   */
+  reopen(): void {
+    this.closed = false;
+    this.stalledAt = -1;
+  }
+
   private gateOpen(): boolean {
     return turns.now() !== this.lastTurn;
   }

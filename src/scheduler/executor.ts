@@ -9,6 +9,7 @@ import type { IsolationPool } from "../engine/isolation/pool.js";
 import { RunExecution, type ExecutionHost, type WorkflowFunction } from "../engine/run-execution.js";
 import { errorText } from "../store/value/index.js";
 import { setLongTimeout, type LongTimeout } from "../engine/long-timeout.js";
+import { WarmRuns } from "../engine/warm-runs.js";
 import type { RunTracing } from "../engine/tracing.js";
 import type { Queues } from "./queues.js";
 
@@ -38,6 +39,8 @@ export interface ExecutorOptions {
   tracing?: RunTracing;
   /** The queues declared in this process: the executor serves them and dispatches them (queues.ts). */
   queues?: Queues;
+  /** See CairnOptions.warmRuns: how many unloaded runs to keep in memory (src/engine/warm-runs.ts). */
+  warmRuns?: number;
 }
 
 /**
@@ -92,13 +95,17 @@ export class Executor implements ExecutionHost {
   /** When (Date.now(): a pause stops every other clock) a heartbeat last sent renewed our row. */
   private renewedAt = Date.now();
   private renewal: Promise<boolean> | null = null;
+  /** Runs unloaded here that may continue from memory when claimed here again (src/engine/warm-runs.ts). */
+  readonly warmRuns: WarmRuns;
 
   constructor(
     readonly store: Store,
     readonly clock: Clock,
     private readonly workflows: ReadonlyMap<string, WorkflowFunction>,
     private readonly options: ExecutorOptions,
-  ) {}
+  ) {
+    this.warmRuns = new WarmRuns(options.warmRuns ?? 0);
+  }
 
   get executorId(): string {
     return this.currentId;
@@ -174,6 +181,7 @@ export class Executor implements ExecutionHost {
     for (const timer of this.timers) clearInterval(timer);
     this.wakeTimer?.clear();
     this.unsubscribeClock?.();
+    this.warmRuns.clear();
     for (const execution of [...this.executions.values()]) execution.lost();
     // A claim pass stuck on a dead database must not hold shutdown forever: the row we fail to
     // remove is then taken for dead by its lease (or its vanished pid).
@@ -217,6 +225,7 @@ export class Executor implements ExecutionHost {
   /** Called by whoever cancelled runs in this process. */
   stopRuns(runIds: string[]): void {
     for (const id of runIds) {
+      this.warmRuns.forget(id);
       this.executions.get(id)?.lost();
       this.notifyRunChange(id);
     }
@@ -304,7 +313,10 @@ export class Executor implements ExecutionHost {
   }
 
   released(runId: string, reason: "settled" | "suspended" | "lost" | "store-error", error?: unknown, settled?: RunRow): void {
+    const execution = this.executions.get(runId);
     this.executions.delete(runId);
+    // Warm runs: an unloaded execution is kept for a warm continuation (dropped again below if the run was claimed meanwhile).
+    if (reason === "suspended" && execution !== undefined) this.warmRuns.park(execution, this.started && execution.fence.executorId === this.executorId);
     const claimed = this.claimedWhileLettingGo.get(runId);
     if (claimed !== undefined) {
       this.claimedWhileLettingGo.delete(runId);
@@ -373,7 +385,7 @@ export class Executor implements ExecutionHost {
             runs.map(async (run) => {
               try {
                 if (run.recoveries - run.recoveryBase > this.options.maxRecoveryAttempts) return await this.parkPoisonRun(run);
-                this.load(run, await this.store.loadJournal(run.id));
+                await this.loadClaimed(run);
               } catch (error) {
                 // Claimed but not loaded: nobody else will take it while we live, so we must.
                 this.reloadLater(run.id);
@@ -433,6 +445,7 @@ export class Executor implements ExecutionHost {
 
   private load(run: RunRow, journal: Parameters<typeof this.newExecution>[1]): void {
     if (!this.started) return;
+    this.warmRuns.forget(run.id); // loaded from its journal: a parked execution of it is stale
     const current = this.executions.get(run.id);
     if (current !== undefined) {
       // Stopped but not yet let go: it committed its suspend (or lost the run) and has not heard
@@ -447,6 +460,20 @@ export class Executor implements ExecutionHost {
     if (execution === null) return;
     this.executions.set(run.id, execution);
     execution.execute().catch((error: unknown) => this.options.onError(error));
+  }
+
+  // ---- warm runs (src/engine/warm-runs.ts) ------------------------------------------------------
+
+  /** A run claimed here: continued from memory if its parked execution may (WarmRuns.take), else loaded from its journal. */
+  private async loadClaimed(run: RunRow): Promise<void> {
+    const warm = this.executions.has(run.id) ? undefined : await this.warmRuns.take(run, this.executorId, this.store);
+    if (warm !== undefined && this.started && !this.executions.has(run.id) && warm.parked && warm.fence.executorId === this.executorId) {
+      this.executions.set(run.id, warm);
+      warm.wake();
+      return;
+    }
+    warm?.dropWaits();
+    this.load(run, await this.store.loadJournal(run.id));
   }
 
   private newExecution(run: RunRow, journal: Awaited<ReturnType<Store["loadJournal"]>>): RunExecution | null {
@@ -502,6 +529,7 @@ export class Executor implements ExecutionHost {
     executorsById.delete(old.id);
     // Claims made under the old id move with transferRuns below, like every run it owned.
     this.claimedWhileLettingGo.clear();
+    this.warmRuns.clear(); // parked under the old id: its fence holds no more
     for (const execution of [...this.executions.values()]) execution.lost();
     this.reloads.clear();
     this.storeFailures.clear();
@@ -551,7 +579,12 @@ export class Executor implements ExecutionHost {
   /** Runs cancelled or taken over by someone else while loaded here stop at once. */
   private async checkLostRuns(): Promise<void> {
     const lost = await this.store.lostRuns(this.executorId, [...this.executions.keys()]);
-    this.stopRuns(lost);
+    // Not stopRuns, which also drops a warm run: a run that unloaded while this was asked is
+    // reported too, and its parked execution stays (WarmRuns.take checks it when it is claimed).
+    for (const id of lost) {
+      this.executions.get(id)?.lost();
+      this.notifyRunChange(id);
+    }
   }
 
   /**

@@ -15,6 +15,7 @@ import type { DeletedRuns, RunDeleteFilter } from "../store/retention.js";
 import { validateName, validateRunId, validateTopic, validateWorkflowName } from "../engine/names.js";
 import { RunHandle, type RunHost } from "../engine/run-handle.js";
 import { DEFAULT_REPLAY_STALL_MS, type WorkflowFunction } from "../engine/run-execution.js";
+import { DEFAULT_WARM_RUNS } from "../engine/warm-runs.js";
 import { errorText, fromStored, toStored } from "../store/value/index.js";
 import { Workflow, type WorkflowHost, type WorkflowOptions } from "../engine/workflow.js";
 import type { RunTracing } from "../engine/tracing.js";
@@ -77,6 +78,15 @@ export interface CairnOptions {
   tracerProvider?: TracerProvider;
   /** The queues and partitions this process's executor serves (README, "Queues"). Default: every queue declared here. */
   serve?: ServeOptions;
+  /**
+   * Warm runs (README, "Warm runs"): up to `maxRuns` runs that unloaded to wait (a sleep, a
+   * receive, a select, a child's result) stay in this executor's memory, and when one is claimed
+   * here again with its journal unchanged it continues from there instead of replaying its journal.
+   * Each costs what it held while loaded (the journal rows it was loaded with, the workflow's
+   * variables); runs beyond the bound, and every run with `maxRuns: 0`, cost no memory while they
+   * wait. Default `{ maxRuns: 100 }`.
+   */
+  warmRuns?: { maxRuns?: number };
 }
 
 export interface ForkOptions {
@@ -122,6 +132,7 @@ export class CairnRuntime implements WorkflowHost, RunHost {
     this.clock = options.clock ?? systemClock;
     const leaseMs = options.leaseMs ?? 15_000;
     if (!Number.isFinite(leaseMs) || leaseMs <= 0) throw new InvalidSpecError("leaseMs", leaseMs, "must be > 0");
+    const warmRuns = warmRunsBound(options.warmRuns);
     // Before the store opens: a bad option leaves nothing open. No process starts until first use.
     this.isolation = new IsolationPool(options.isolation);
     this.storeInstance = options.store ?? openStore(this.database, options.synchronous === undefined ? {} : { synchronous: options.synchronous });
@@ -149,6 +160,7 @@ export class CairnRuntime implements WorkflowHost, RunHost {
       onError: options.onError ?? ((error) => console.error("[cairn]", error)),
       ...(options.retention === undefined ? {} : { maintenance: () => this.retention?.tick() }),
       ...(layers.tracing === undefined ? {} : { tracing: layers.tracing }),
+      warmRuns,
     });
     this.waiters = new RunWaiters((ids) => this.storeInstance.getRuns(ids));
     this.retention =
@@ -413,6 +425,7 @@ export class CairnRuntime implements WorkflowHost, RunHost {
     await this.ready();
     await this.mustGetRun(runId);
     const resumed = await this.storeInstance.resumeRun(runId, this.clock.now());
+    this.executor.warmRuns.forget(runId);
     this.executor.poke();
     return resumed;
   }
@@ -561,6 +574,18 @@ export class CairnRuntime implements WorkflowHost, RunHost {
 function positiveMs(field: string, value: number): number {
   if (!Number.isFinite(value) || value <= 0) throw new InvalidSpecError(field, value, "must be a number of milliseconds > 0");
   return value;
+}
+
+/** CairnOptions.warmRuns as the executor takes it: how many unloaded runs to keep. */
+function warmRunsBound(option: CairnOptions["warmRuns"]): number {
+  if (option !== undefined && (option === null || typeof option !== "object")) {
+    throw new InvalidSpecError("warmRuns", option, "must be an object such as { maxRuns: 100 } ({ maxRuns: 0 } keeps none)");
+  }
+  const maxRuns = option?.maxRuns ?? DEFAULT_WARM_RUNS;
+  if (!Number.isInteger(maxRuns) || maxRuns < 0) {
+    throw new InvalidSpecError("warmRuns.maxRuns", maxRuns, "must be an integer ≥ 0 (0 keeps no unloaded run in memory)");
+  }
+  return maxRuns;
 }
 
 /**

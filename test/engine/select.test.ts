@@ -124,7 +124,8 @@ describe.each(BACKENDS)("ctx.select / ctx.race on $name", (backend) => {
 
   it("replays the recorded winner after an unload even when another branch is ready first by then", async () => {
     const db = await env.database();
-    const cairn = env.cairn(db);
+    // Replay is what this is about: no warm continuation (test/engine/warm-runs.test.ts has those).
+    const cairn = env.cairn(db, { warmRuns: { maxRuns: 0 } });
     const seen: unknown[] = [];
     const wf = cairn.workflow("replayer", async (ctx) => {
       const won = await ctx.select("pick", [{ topic: "a" }, { topic: "b" }]);

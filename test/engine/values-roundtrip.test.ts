@@ -106,7 +106,8 @@ describe.each(BACKENDS)("values and errors across replay on $name", (backend) =>
 
   it("gives back on replay exactly what each step returned or threw live", async () => {
     const clock = new ManualClock();
-    const cairn = env.cairn(await env.database(), { clock });
+    // Replay is what this is about: no warm continuation (test/engine/warm-runs.test.ts has those).
+    const cairn = env.cairn(await env.database(), { clock, warmRuns: { maxRuns: 0 } });
     const executions: Seen[] = [];
     const wf = cairn.workflow("hostile", async (ctx) => {
       const seen = await observe(ctx, hostileValues(), hostileThrows());

@@ -161,7 +161,9 @@ async function childResult(run: JournalCore, began: Began): Promise<unknown> {
     // A fork waits on its original's children: their end wakes the original, not the fork, so the
     // fork looks again every few seconds instead.
     const wakeAt = child.parentId === run.runId ? null : run.clock.now() + FOREIGN_CHILD_POLL_MS;
-    return run.waitFor(began.seq, { wakeAt, topic: null, childRunId: childId });
+    // A warm wake-up looks again as replay would (a call without a record: a live run).
+    const again = () => (run.live() ? childResult(run, began) : never());
+    return run.waitFor(began.seq, { wakeAt, topic: null, childRunId: childId }, again);
   } finally {
     run.settleActive();
   }

@@ -4,6 +4,7 @@ import { errorFromText, errorText, fromStored } from "../../store/value/index.js
 import { CompletionOrder } from "../completion-order.js";
 import { validateOperationName } from "../names.js";
 import { ReplayJournal, operationBase, operationScopes, storedPath, topScope, type OperationScope } from "../replay-journal.js";
+import { JournalWatch } from "./journal-watch.js";
 import { RunLifecycle, never, type ExecutionHost } from "./lifecycle.js";
 
 export { never, type ExecutionHost, type Wait } from "./lifecycle.js";
@@ -60,6 +61,8 @@ export class JournalCore extends RunLifecycle {
   /** The order outcomes are handed to the workflow in, live and on replay. */
   readonly order: CompletionOrder;
   readonly topScope: OperationScope;
+  /** The rows that could still change under the run, for a warm continuation's check (journal-watch.ts). */
+  readonly watch: JournalWatch;
   /** Calls made during replay that the journal has no record of (for a divergence's message). */
   private readonly unrecordedCalls: string[] = [];
   private waitingForClearance = 0;
@@ -68,6 +71,7 @@ export class JournalCore extends RunLifecycle {
     super(host, run);
     this.topScope = topScope(this, run.id);
     this.journal = new ReplayJournal(journal);
+    this.watch = new JournalWatch(journal);
     this.order = new CompletionOrder(this.journal.replayOrdinals, this.journal.highestOrdinal, replayStallMs, (ordinal) => this.stalled(ordinal));
   }
 
@@ -120,6 +124,7 @@ export class JournalCore extends RunLifecycle {
     const row = this.journal.empty ? undefined : this.journal.take(scope.identity, kind, name, fingerprint, occurrence);
     const nested = scope !== this.topScope;
     const seq = row?.seq ?? this.journal.newSeq();
+    this.watch.taken(seq, row !== undefined);
     const began: Began = {
       seq,
       identity: `${base}#${occurrence}`,
@@ -273,6 +278,7 @@ export class JournalCore extends RunLifecycle {
   async write(ops: WriteOp[], outcome?: { committed: boolean }): Promise<boolean> {
     try {
       await this.store.commit(this.fence, ops);
+      this.watch.wrote(ops);
       if (outcome !== undefined) outcome.committed = true;
       return !this.stopped;
     } catch (error) {

@@ -40,6 +40,17 @@ export interface Wait {
   childRunIds?: readonly string[];
 }
 
+/**
+ * A durable wait as its run keeps it while loaded: what it waits for, how it looks again when the
+ * run continues warm (the same look a replay would make on reaching it: the timer, the inbox, the
+ * child), and the workflow's promise it settles.
+ */
+interface HeldWait {
+  wait: Wait;
+  again: () => Promise<unknown>;
+  settle: { resolve: (value: unknown) => void; reject: (error: unknown) => void };
+}
+
 /** A promise that never settles: what a stopped run's pending operations return. */
 export const never = <T>(): Promise<T> => new Promise<T>(() => undefined);
 
@@ -56,16 +67,21 @@ export abstract class RunLifecycle {
   readonly fence: Fence;
   /** Operations acting live now: the run does not unload while any is. */
   active = 0;
-  stopped = false;
-  /** Aborted when the run stops here for any reason: every step's signal follows it. */
-  readonly stopSignal = new AbortController();
+  /** Aborted when the run stops here for any reason: every step's signal follows it (a new one if it continues warm). */
+  stopSignal = new AbortController();
   readonly attemptHost: AttemptHost;
   /** This execution's trace (tracing.ts), when something records it; set before the workflow runs. */
   trace: RunTrace | undefined = undefined;
   /** The order outcomes are handed over in: closed when the run stops. */
   abstract readonly order: CompletionOrder;
-  private readonly waits = new Map<number, Wait>();
+  private readonly waits = new Map<number, HeldWait>();
+  /** Waits looking again after a warm wake-up: a look that waits again keeps its workflow promise. */
+  private readonly redriving = new Map<number, HeldWait["settle"]>();
   private suspendCheckScheduled = false;
+  private halted = false;
+  /** Unloaded, kept in memory for a warm continuation (warm-runs.ts); `disturbed` once anything looked at it. */
+  private parking = false;
+  private disturbed = false;
 
   constructor(
     readonly host: ExecutionHost,
@@ -74,13 +90,27 @@ export abstract class RunLifecycle {
     this.runId = run.id;
     this.workflowName = run.workflow;
     this.fence = { runId: run.id, executorId: host.executorId };
+    const lifecycle = this;
     this.attemptHost = {
       runId: run.id,
       clock: host.clock,
-      stopSignal: this.stopSignal.signal,
+      get stopSignal() {
+        return lifecycle.stopSignal.signal;
+      },
       stopped: () => this.stopped,
       owned: () => this.ownsRun(),
     };
+  }
+
+  /**
+   * Whether the run stopped here (settled, unloaded, lost). Reading it while the execution is
+   * parked marks it disturbed: whatever asked (an operation the workflow called meanwhile, the
+   * workflow's own end) was turned away, as it is in any unloaded run, and only a replay calls it
+   * again — so a disturbed execution never continues warm.
+   */
+  get stopped(): boolean {
+    if (this.parking) this.disturbed = true;
+    return this.halted;
   }
 
   get store(): Store {
@@ -98,7 +128,7 @@ export abstract class RunLifecycle {
 
   /** The executor learned this run was cancelled or taken over: stop at once, write nothing. */
   lost(): void {
-    if (this.stopped) return;
+    if (this.halted) return;
     this.stop(new FencedError(`run ${this.runId} is no longer owned by this executor`, { runId: this.runId }));
     this.letGo("lost");
   }
@@ -151,11 +181,25 @@ export abstract class RunLifecycle {
     await this.settle("failed", error);
   }
 
-  /** A durable wait: never settles here; the run unloads once nothing else is in flight. */
-  waitFor<T>(seq: number, wait: Wait): Promise<T> {
-    this.waits.set(seq, wait);
-    this.scheduleSuspendCheck();
-    return never();
+  /**
+   * A durable wait: the run unloads once nothing else is in flight. Its promise settles only if the
+   * run continues warm (`wake`), with what `again` — the operation looking again, as a replay would
+   * on reaching it — gives; after an ordinary unload the execution is garbage and a replay calls the
+   * operation anew.
+   */
+  waitFor<T>(seq: number, wait: Wait, again: () => Promise<T>): Promise<T> {
+    const settle = this.redriving.get(seq);
+    if (settle !== undefined) {
+      // Looked again after a warm wake-up and must wait on: the workflow's promise stays the one it holds.
+      this.redriving.delete(seq);
+      this.waits.set(seq, { wait, again, settle });
+      this.scheduleSuspendCheck();
+      return never();
+    }
+    return new Promise<T>((resolve, reject) => {
+      this.waits.set(seq, { wait, again, settle: { resolve: resolve as (value: unknown) => void, reject } });
+      this.scheduleSuspendCheck();
+    });
   }
 
   /** An operation stopped acting live (see `active`). */
@@ -180,9 +224,11 @@ export abstract class RunLifecycle {
   }
 
   private async suspend(): Promise<void> {
-    this.stopped = true;
+    this.halted = true;
+    this.parking = true;
+    this.disturbed = false;
     this.order.close();
-    const waits = [...this.waits.values()];
+    const waits = [...this.waits.values()].map((held) => held.wait);
     const times = waits.map((w) => w.wakeAt).filter((t): t is number => t !== null);
     if (this.run.deadlineAt !== null) times.push(this.run.deadlineAt);
     const wait = {
@@ -194,6 +240,7 @@ export abstract class RunLifecycle {
     try {
       await this.store.commit(this.fence, [{ type: "suspend", runId: this.runId, wait, at: this.clock.now() }]);
     } catch (error) {
+      this.parking = false;
       this.letGo(error instanceof FencedError ? "lost" : "store-error", error);
       return;
     }
@@ -205,7 +252,7 @@ export abstract class RunLifecycle {
   /** Records the run's outcome. Called at most once per execution. */
   protected async settle(status: "succeeded" | "failed", value: unknown): Promise<void> {
     if (this.stopped) return;
-    this.stopped = true;
+    this.halted = true;
     this.order.close();
     let output: StoredValue | null = null;
     let error: string | null = null;
@@ -229,6 +276,7 @@ export abstract class RunLifecycle {
       return;
     }
     const at = this.clock.now();
+    this.dropWaits();
     this.trace?.end(status, status === "failed" ? failure : undefined);
     this.host.released(this.runId, "settled", undefined, {
       ...this.run,
@@ -246,12 +294,15 @@ export abstract class RunLifecycle {
 
   /** Tells the executor (and the trace) that this execution let go of its run, unsettled. */
   letGo(how: Exclude<RunEnd, "succeeded" | "failed">, error?: unknown): void {
+    // An unloaded execution's waits are the warm-run cache's to keep or drop (warm-runs.ts).
+    if (how !== "suspended") this.dropWaits();
     this.trace?.end(how, error);
     this.host.released(this.runId, how, error);
   }
 
   protected stop(reason: unknown): void {
-    this.stopped = true;
+    this.halted = true;
+    this.parking = false;
     this.order.close();
     this.stopSignal.abort(reason);
   }
@@ -263,6 +314,65 @@ export abstract class RunLifecycle {
       this.letGo("store-error", error);
     }
     return never();
+  }
+
+  // ---- warm continuation (warm-runs.ts) ----------------------------------------------------------
+
+  /**
+   * Whether this execution, unloaded, may continue warm: its suspend was committed, nothing looked
+   * at it since (see `stopped`), and no trace was opened for it (a traced run is loaded again, one
+   * span per load, as before).
+   */
+  get parked(): boolean {
+    return this.parking && !this.disturbed && this.halted && this.trace === undefined && this.active === 0;
+  }
+
+  /**
+   * Continues a parked execution, claimed again by the executor that parked it with its journal
+   * unchanged (warm-runs.ts checked both): it becomes live again as a new load would (a new stop
+   * signal, the deadline armed and checked, the order of hand-overs reopened), and each durable
+   * wait looks again — the timer, the inbox, the child — exactly as replay does on reaching the
+   * same operation, in the order the workflow called them. Whatever that look finds settles the
+   * promise the workflow awaits; a look that finds nothing waits again, and the run unloads again.
+   */
+  wake(): void {
+    this.parking = false;
+    this.halted = false;
+    this.stopSignal = new AbortController();
+    this.order.reopen();
+    const held = [...this.waits.entries()].sort(([a], [b]) => a - b);
+    this.waits.clear();
+    this.armDeadline();
+    if (!this.live()) return;
+    for (const [seq, wait] of held) this.redrive(seq, wait);
+  }
+
+  /**
+   * Lets go of the workflow's pending waits for good (the execution is not kept, or no longer):
+   * nothing can settle them now, and the execution, its journal and the workflow's frames become
+   * garbage as in any unloaded run. (Held resolvers would keep them reachable meanwhile.)
+   */
+  dropWaits(): void {
+    this.waits.clear();
+    this.redriving.clear();
+  }
+
+  private redrive(seq: number, held: HeldWait): void {
+    this.redriving.set(seq, held.settle);
+    // As replay's skeleton does before an operation acts (operation.ts): after a pause past the
+    // lease, the run may be a peer's by now.
+    const owned = this.ownsRun();
+    const looked = owned === true ? held.again() : Promise.resolve(owned).then((mine) => (mine ? held.again() : never()));
+    looked.then(
+      (value) => {
+        if (this.redriving.get(seq) === held.settle) this.redriving.delete(seq);
+        held.settle.resolve(value);
+      },
+      (error: unknown) => {
+        if (this.redriving.get(seq) === held.settle) this.redriving.delete(seq);
+        held.settle.reject(error);
+      },
+    );
   }
 
   /** The run was taken from this executor mid-operation. */

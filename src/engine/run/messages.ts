@@ -81,18 +81,27 @@ const receiveOperation: DurableOperation<RecvOptions, unknown, unknown> = {
 async function receive(run: JournalCore, began: Began, options: RecvOptions): Promise<unknown> {
   const row = began.row;
   if (row !== undefined && !run.live()) return never();
-  const topic = began.name;
-  const seq = began.seq;
   const now = run.clock.now();
   const deadline =
     row !== undefined ? (JSON.parse(row.output ?? "null") as number | null) : options.timeoutMs === undefined ? null : now + options.timeoutMs;
+  return lookInbox(run, began, deadline, now);
+}
+
+/** One look at the inbox: the message consumed with the record, the deadline's end, or a wait. */
+async function lookInbox(run: JournalCore, began: Began, deadline: number | null, now = run.clock.now()): Promise<unknown> {
+  const topic = began.name;
+  const seq = began.seq;
   run.active++;
   const completion = run.order.reserve();
   try {
     const result = await run.store.receive(run.fence, { runId: run.runId, seq, name: topic, topic, now, deadline, path: began.path, completion });
+    const waiting = result.status === "waiting";
+    run.watch.noted(seq, "recv", waiting ? "pending" : "succeeded", waiting ? null : completion, waiting ? null : now);
     if (result.status === "waiting") {
       run.order.release(completion);
-      return run.waitFor(seq, { wakeAt: result.deadline, topic, childRunId: null });
+      // A warm wake-up looks again as replay would (a pending row: its deadline, a live run).
+      const again = () => (run.live() ? lookInbox(run, began, result.deadline) : never());
+      return run.waitFor(seq, { wakeAt: result.deadline, topic, childRunId: null }, again);
     }
     if (!(await run.delivered(completion))) return never();
     return result.status === "received" ? fromStored(result.text) : undefined;

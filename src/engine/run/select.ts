@@ -107,17 +107,23 @@ export function childExit(child: RunRow): ChildExit | null {
   return null;
 }
 
-/** One look: record the winner if a branch is ready, else (first time) record the deadlines, and wait. */
+/** The first look: record the winner if a branch is ready, else (first time) record the deadlines, and wait. */
 async function look(run: JournalCore, began: Began, call: Call): Promise<unknown> {
   const row = began.row;
   if (row !== undefined && !run.live()) return never();
   const now = run.clock.now();
   const deadlines: Record<string, number> = row !== undefined ? (fromStored(row.output) as Record<string, number>) : initialDeadlines(call.branches, now);
+  return lookAt(run, began, call, deadlines, row === undefined, now);
+}
+
+/** One look at the branches; `first`: no pending row records the deadlines yet. */
+async function lookAt(run: JournalCore, began: Began, call: Call, deadlines: Record<string, number>, first: boolean, now: number): Promise<unknown> {
   const topics = [...new Set(call.branches.flatMap((b) => (b.kind === "message" ? [b.topic] : [])))];
   const childIds = [...new Set(call.branches.flatMap((b) => (b.kind === "child" ? [b.childId] : [])))];
   run.active++;
   const completion = run.order.reserve();
   let foreign = false;
+  let written = null as StepRecord | null;
   try {
     const won = await run.store.settleSelect<Selected<string | number> | null>(run.fence, {
       runId: run.runId,
@@ -144,19 +150,24 @@ async function look(run: JournalCore, began: Began, call: Call): Promise<unknown
           }
           if (selected !== null) {
             const step = run.record(began, now, { output: toStored(selected, run.where(began.seq, began.name)) }, 1, completion);
+            written = step;
             return { step, consume, result: selected };
           }
         }
         // Nothing ready: the first look records the deadlines (a pending row, no completion yet).
-        return { step: row === undefined ? pendingRecord(run, began, now, deadlines) : null, consume: null, result: null };
+        written = first ? pendingRecord(run, began, now, deadlines) : null;
+        return { step: written, consume: null, result: null };
       },
     });
+    if (written !== null) run.watch.step(written);
     if (won === null) {
       run.order.release(completion);
       const times = Object.values(deadlines);
       if (foreign) times.push(now + FOREIGN_CHILD_POLL_MS);
       const wakeAt = times.length === 0 ? null : Math.min(...times);
-      return run.waitFor(began.seq, { wakeAt, topic: null, childRunId: null, topics, childRunIds: childIds });
+      // A warm wake-up looks again as replay would (the pending row's deadlines, a live run).
+      const again = () => (run.live() ? lookAt(run, began, call, deadlines, false, run.clock.now()) : never());
+      return run.waitFor(began.seq, { wakeAt, topic: null, childRunId: null, topics, childRunIds: childIds }, again);
     }
     if (!(await run.delivered(completion))) return never();
     return won;

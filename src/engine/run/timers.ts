@@ -54,7 +54,7 @@ async function startSleep(run: JournalCore, began: Began, wakeAt: number): Promi
 /** Ends a recorded sleep whose time has come (recording when), or waits for it durably. */
 async function sleepTo(run: JournalCore, began: Began, wakeAt: number): Promise<void> {
   if (run.clock.now() < wakeAt) {
-    if (!began.nested) return run.waitFor(began.seq, { wakeAt, topic: null, childRunId: null });
+    if (!began.nested) return run.waitFor(began.seq, { wakeAt, topic: null, childRunId: null }, () => sleepTo(run, began, wakeAt));
     // Inside a step the run stays loaded anyway: sleep in memory (a crash re-runs the step, whose
     // replay of this sleep then waits only for what remains).
     run.active++;

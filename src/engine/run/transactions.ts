@@ -1,5 +1,5 @@
 import { FencedError } from "../../errors.js";
-import type { SqlClient } from "../../store/store.js";
+import type { SqlClient, StepRecord } from "../../store/store.js";
 import { isTransientStoreError } from "../../store/transient.js";
 import { storableThrown, toStored } from "../../store/value/index.js";
 import { operationScopes, type OperationScope } from "../replay-journal.js";
@@ -27,6 +27,7 @@ async function transact(run: JournalCore, began: Began, fn: TransactionFunction)
   // Its SQL commits with this step's checkpoint: an operation journaled inside would commit apart.
   const scope: OperationScope = { owner: run, identity: began.identity, key: began.key, calls: new Map(), refuse: "ctx.transaction" };
   let reserved: number | null = null;
+  let record = undefined as StepRecord | undefined;
   try {
     let value: unknown;
     try {
@@ -34,8 +35,9 @@ async function transact(run: JournalCore, began: Began, fn: TransactionFunction)
         value = await operationScopes.run(scope, () => fn(sql));
         const output = toStored(value, run.where(seq, name));
         reserved = run.order.reserve();
-        return run.record(began, startedAt, { output }, 1, reserved);
+        return (record = run.record(began, startedAt, { output }, 1, reserved));
       });
+      if (record !== undefined) run.watch.step(record);
       if (run.stopped || !(await run.delivered(reserved))) return never();
       return value;
     } catch (error) {
