@@ -11,6 +11,27 @@ type Db = ClientBase;
 export const WAKE_CHANNEL = "cairn_wake";
 
 /**
+ * The step rows of a batch statement (`stepColumns`: $3–$19, one array per column, `c` the commit's
+ * ordinal), kept only for the commits whose fence held (relation `f`).
+ */
+const STEP_ROWS_OF_HELD_COMMITS = `SELECT * FROM unnest($3::int[], $4::text[], $5::int[], $6::text[], $7::text[], $8::text[], $9::text[],
+                 $10::text[], $11::text[], $12::bigint[], $13::bigint[], $14::int[], $15::text[], $16::int[],
+                 $17::text[], $18::int[], $19::text[])
+                 AS v(c, run_id, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts,
+                   payload, payload_size, path, completion, fingerprint)
+               WHERE v.c IN (SELECT f.c FROM f)`;
+
+/** Writes relation `v`'s step rows; a pending row (a wait that began) is the only one a later write may replace. */
+const UPSERT_STEP_ROWS = `INSERT INTO cairn_steps (run_id, seq, name, kind, status, output, output_hash, error, started_at,
+                 finished_at, attempts, path, completion, fingerprint)
+               SELECT run_id, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts,
+                 path, completion, fingerprint FROM v
+               ON CONFLICT (run_id, seq) DO UPDATE SET status = excluded.status, output = excluded.output,
+                 output_hash = excluded.output_hash, error = excluded.error, finished_at = excluded.finished_at,
+                 attempts = excluded.attempts, completion = excluded.completion
+               WHERE cairn_steps.status = 'pending'`;
+
+/**
  * The PostgreSQL writes, statement for statement the same as `SqliteWrites`, with these
  * differences that READ COMMITTED and many processes call for:
  *
@@ -82,26 +103,14 @@ export class PostgresWrites {
                JOIN cairn_runs r ON r.id = f.run_id AND r.executor_id = f.executor_id AND r.status = 'running'
                ORDER BY r.id FOR SHARE OF r),
              v AS (
-               SELECT * FROM unnest($3::int[], $4::text[], $5::int[], $6::text[], $7::text[], $8::text[], $9::text[],
-                 $10::text[], $11::text[], $12::bigint[], $13::bigint[], $14::int[], $15::text[], $16::int[],
-                 $17::text[], $18::int[], $19::text[])
-                 AS v(c, run_id, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts,
-                   payload, payload_size, path, completion, fingerprint)
-               WHERE v.c IN (SELECT f.c FROM f)),
+               ${STEP_ROWS_OF_HELD_COMMITS}),
              p AS (
                INSERT INTO cairn_payloads (hash, body, size, created_at)
                SELECT DISTINCT ON (output_hash) output_hash, payload, payload_size, started_at FROM v
                WHERE output_hash IS NOT NULL
                ON CONFLICT (hash) DO NOTHING),
              s AS (
-               INSERT INTO cairn_steps (run_id, seq, name, kind, status, output, output_hash, error, started_at,
-                 finished_at, attempts, path, completion, fingerprint)
-               SELECT run_id, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts,
-                 path, completion, fingerprint FROM v
-               ON CONFLICT (run_id, seq) DO UPDATE SET status = excluded.status, output = excluded.output,
-                 output_hash = excluded.output_hash, error = excluded.error, finished_at = excluded.finished_at,
-                 attempts = excluded.attempts, completion = excluded.completion
-               WHERE cairn_steps.status = 'pending')
+               ${UPSERT_STEP_ROWS})
            SELECT c FROM f`,
       values: [commits.map((c) => c.fence.runId), commits.map((c) => c.fence.executorId), ...cols],
     });
@@ -168,12 +177,7 @@ export class PostgresWrites {
                SELECT f.c, l.id FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS f(run_id, executor_id, c)
                JOIN l ON l.id = f.run_id AND l.executor_id = f.executor_id AND l.status = 'running'),
              v AS (
-               SELECT * FROM unnest($3::int[], $4::text[], $5::int[], $6::text[], $7::text[], $8::text[], $9::text[],
-                 $10::text[], $11::text[], $12::bigint[], $13::bigint[], $14::int[], $15::text[], $16::int[],
-                 $17::text[], $18::int[], $19::text[])
-                 AS v(c, run_id, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts,
-                   payload, payload_size, path, completion, fingerprint)
-               WHERE v.c IN (SELECT f.c FROM f)),
+               ${STEP_ROWS_OF_HELD_COMMITS}),
              x AS (
                SELECT f.id, x.* FROM unnest($23::int[], $24::text[], $25::text[], $26::text[], $27::text[], $28::int[],
                  $29::text[], $30::bigint[]) AS x(c, status, output, output_hash, payload, payload_size, error, at)
@@ -185,14 +189,7 @@ export class PostgresWrites {
                  UNION ALL SELECT output_hash, payload, payload_size, at FROM x WHERE output_hash IS NOT NULL) h
                ON CONFLICT (hash) DO NOTHING),
              s AS (
-               INSERT INTO cairn_steps (run_id, seq, name, kind, status, output, output_hash, error, started_at,
-                 finished_at, attempts, path, completion, fingerprint)
-               SELECT run_id, seq, name, kind, status, output, output_hash, error, started_at, finished_at, attempts,
-                 path, completion, fingerprint FROM v
-               ON CONFLICT (run_id, seq) DO UPDATE SET status = excluded.status, output = excluded.output,
-                 output_hash = excluded.output_hash, error = excluded.error, finished_at = excluded.finished_at,
-                 attempts = excluded.attempts, completion = excluded.completion
-               WHERE cairn_steps.status = 'pending'),
+               ${UPSERT_STEP_ROWS}),
              k AS (
                UPDATE cairn_steps st SET completion = k.completion
                FROM unnest($20::int[], $21::int[], $22::int[]) AS k(c, seq, completion) JOIN f ON f.c = k.c
