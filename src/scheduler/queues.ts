@@ -3,8 +3,8 @@ import { InvalidSpecError } from "../errors.js";
 import type { Connection, Statement } from "../store/connection.js";
 import { POSTGRES, SQLITE, type SqlDialect } from "../store/dialect.js";
 import type { Store } from "../store/store.js";
-import { decideBatch, decideInOne, dispatchStatements, lookSql, nextBatch, nextDecision } from "./dispatch-sql.js";
-import { isBuiltInPolicy } from "./policies.js";
+import { decideInOne, dispatchFunction, dispatchStatements, ensureFunctionSql, lookSql, nextBatch, nextDecision } from "./dispatch-sql.js";
+import { isBuiltInPolicy, type BuiltInPolicy } from "./policies.js";
 import { queueSpec, type QueueOptions, type QueueSpec } from "./queue-spec.js";
 
 /** One dispatch decision: `executorId` took `runId` (also in `cairn_queue_runs`). */
@@ -44,7 +44,9 @@ export class Queues {
   private readonly dialect: SqlDialect;
   private readonly sql: ReturnType<typeof dispatchStatements>;
   private readonly nextStatements = new Map<string, Statement>();
-  private readonly lookText: string;
+  /** PostgreSQL: each built-in policy's dispatch function, once it is known to exist in the database. */
+  private readonly functions = new Map<string, Promise<Statement>>();
+  private readonly look: Statement;
 
   constructor(
     private readonly store: Store,
@@ -52,7 +54,7 @@ export class Queues {
   ) {
     this.dialect = store.backend === "postgres" ? POSTGRES : SQLITE;
     this.sql = dispatchStatements(this.dialect);
-    this.lookText = lookSql(this.dialect);
+    this.look = { name: "cairn_queue_look", text: lookSql(this.dialect) };
     for (const [field, list] of [
       ["queues", serve.queues],
       ["partitions", serve.partitions],
@@ -125,7 +127,7 @@ export class Queues {
    */
   private async tryPolicy(q: QueueSpec, now: number): Promise<void> {
     try {
-      await this.store.select(this.nextStatement(q.policySql).text, [q.name, now, "", now]);
+      await this.store.select(this.nextStatement(q.policySql), [q.name, now, "", now]);
     } catch (error) {
       this.specs.delete(q.name);
       this.unsynced.delete(q.name);
@@ -169,7 +171,7 @@ export class Queues {
     // starts, and whether anything could be dispatched. A queue at its limits (every executor
     // full, the rate spent) costs no write transaction — on a SQLite file shared by processes, no
     // turn at the one write lock.
-    const looks = await this.store.select<{ queue: string; ready: unknown; delayed: unknown; open: unknown }>(this.lookText, [
+    const looks = await this.store.select<{ queue: string; ready: unknown; delayed: unknown; open: unknown }>(this.look, [
       list,
       now,
       executorId,
@@ -182,16 +184,10 @@ export class Queues {
       const spec = this.specs.get(look.queue)!;
       if (spec.partitionConcurrency !== null || spec.policy === "locality" || spec.policy === "sql") {
         // Limits the look does not see: ask the candidates themselves before taking the lock.
-        const [possible] = await this.store.select(this.nextStatement(spec.policySql).text, [spec.name, now, executorId, now - leaseMs]);
+        const [possible] = await this.store.select(this.nextStatement(spec.policySql), [spec.name, now, executorId, now - leaseMs]);
         if (possible === undefined) continue;
       }
-      const taken = await this.store.claimWith(executorId, now, async (db, wake) => {
-        const decided = await this.decide(db, spec, executorId, now, leaseMs);
-        // Peers hear of it only when it gave someone else a run: a pass that decided nothing, or
-        // only for itself, wakes nobody (else every dispatch would wake every peer into another).
-        if (decided.some((d) => d.executorId !== executorId)) wake();
-        return decided;
-      });
+      const taken = await this.dispatchQueue(spec, executorId, now, leaseMs);
       if (taken === null) return null;
       decisions.push(...taken);
       if (taken.length === DECISIONS_PER_PASS) more = true;
@@ -200,22 +196,69 @@ export class Queues {
     return { decisions, more, nextWakeAt: await this.nextWakeAt(list, now, delayed.map(Number)) };
   }
 
+  /**
+   * One queue's decisions for this pass, or null when the dispatcher's row is gone (fenced). On
+   * PostgreSQL a built-in policy decides through its dispatch function (one round trip a batch,
+   * see dispatchFunction); otherwise in one claim transaction (the claim's fencing and the queue's
+   * lock around `decide`).
+   */
+  private async dispatchQueue(spec: QueueSpec, executorId: string, now: number, leaseMs: number): Promise<QueueDecision[] | null> {
+    if (this.dialect.name === "postgres" && isBuiltInPolicy(spec.policy)) return this.callDispatch(spec, spec.policy, executorId, now, leaseMs);
+    return this.store.claimWith(executorId, now, async (db, wake) => {
+      const decided = await this.decide(db, spec, executorId, now, leaseMs);
+      // Peers hear of it only when it gave someone else a run: a pass that decided nothing, or
+      // only for itself, wakes nobody (else every dispatch would wake every peer into another).
+      if (decided.some((d) => d.executorId !== executorId)) wake();
+      return decided;
+    });
+  }
+
+  private async callDispatch(spec: QueueSpec, policy: BuiltInPolicy, executorId: string, now: number, leaseMs: number): Promise<QueueDecision[] | null> {
+    const call = await this.dispatchFunction(policy, spec.policySql);
+    const decisions: QueueDecision[] = [];
+    while (decisions.length < DECISIONS_PER_PASS) {
+      const rows = await this.store.execute<{ run_id: unknown; executor_id: unknown; again: unknown; fenced: unknown }>(call, [
+        spec.name,
+        now,
+        executorId,
+        now - leaseMs,
+        spec.policy,
+        DECISIONS_PER_PASS - decisions.length,
+      ]);
+      // Fenced: nothing of this call was decided; runs an earlier call gave us are a dead executor's now.
+      if (rows.some((row) => Number(row.fenced) === 1)) return null;
+      for (const row of rows) decisions.push({ queue: spec.name, runId: String(row.run_id), executorId: String(row.executor_id) });
+      // A batch that says nothing more can be decided now ends the pass without another call.
+      if (!rows.some((row) => Number(row.again) === 1)) break;
+    }
+    return decisions;
+  }
+
+  /** The call of a built-in policy's dispatch function, created in the database on first use. */
+  private dispatchFunction(policy: BuiltInPolicy, policySql: string): Promise<Statement> {
+    const key = `${policy}:${policySql}`;
+    let ready = this.functions.get(key);
+    if (ready === undefined) {
+      const fn = dispatchFunction(this.dialect, policy, policySql);
+      ready = this.store.execute({ text: ensureFunctionSql(fn.name, fn.create) }, []).then(() => fn.call);
+      // A failed creation (the database unreachable) is tried again by the next pass.
+      ready.catch(() => this.functions.delete(key));
+      this.functions.set(key, ready);
+    }
+    return ready;
+  }
+
+  /** SQLite, and PostgreSQL under a user policy: a pass's decisions inside the claim transaction. */
   private async decide(db: Connection, spec: QueueSpec, executorId: string, now: number, leaseMs: number): Promise<QueueDecision[]> {
     await db.all(this.sql.lockQueue, [spec.name]);
     const decisions: QueueDecision[] = [];
     const policy = isBuiltInPolicy(spec.policy) ? spec.policy : null;
     if (this.dialect.name === "postgres") {
-      const decide =
-        policy === null
-          ? this.named(`one:${spec.policySql}`, () => decideInOne(this.dialect, spec.policySql))
-          : this.named(`batch:${policy}:${spec.policySql}`, () => decideBatch(this.dialect, policy, spec.policySql));
+      const decide = this.named(`one:${spec.policySql}`, () => decideInOne(this.dialect, spec.policySql));
       while (decisions.length < DECISIONS_PER_PASS) {
-        const params = [spec.name, now, executorId, now - leaseMs, spec.policy];
-        if (policy !== null) params.push(DECISIONS_PER_PASS - decisions.length);
-        const taken = await db.all<{ run_id: string; executor_id: string; again?: unknown }>(decide, params);
+        const taken = await db.all<{ run_id: string; executor_id: string }>(decide, [spec.name, now, executorId, now - leaseMs, spec.policy]);
         for (const row of taken) decisions.push({ queue: spec.name, runId: String(row.run_id), executorId: String(row.executor_id) });
-        // A batch that says nothing more can be decided now ends the pass without another statement.
-        if (taken.length === 0 || (policy !== null && !taken.some((row) => Number(row.again) === 1))) break;
+        if (taken.length === 0) break;
       }
       return decisions;
     }
@@ -259,14 +302,14 @@ export class Queues {
   /** The next delayed start (from the look) or end of a rate window, whichever comes first. */
   private async nextWakeAt(list: unknown, now: number, delayed: number[]): Promise<number | null> {
     const rateLimited = [...this.specs.values()].some((spec) => spec.rateLimit !== null);
-    const [rate] = rateLimited ? await this.store.select<{ w: unknown }>(this.sql.nextRateWindow.text, [list, now]) : [];
+    const [rate] = rateLimited ? await this.store.select<{ w: unknown }>(this.sql.nextRateWindow, [list, now]) : [];
     const times = [...delayed, rate?.w].filter((w) => w !== null && w !== undefined).map(Number);
     return times.length === 0 ? null : Math.min(...times);
   }
 
   /** The runs dispatched to `executorId` that are running under it (it loads those it has not). */
   async assigned(executorId: string): Promise<string[]> {
-    const rows = await this.store.select<{ id: string }>(this.sql.assigned.text, [executorId]);
+    const rows = await this.store.select<{ id: string }>(this.sql.assigned, [executorId]);
     return rows.map((r) => String(r.id));
   }
 }

@@ -1,5 +1,5 @@
 import { FencedError, RunNotFoundError } from "../errors.js";
-import type { Connection } from "./connection.js";
+import type { Connection, Statement } from "./connection.js";
 import type { SqlDialect } from "./dialect.js";
 import { LayerRegistry, type HookName, type StoreExtension } from "./extension.js";
 import { FORK_EVENTS, forkIdTaken } from "./fork.js";
@@ -176,6 +176,10 @@ export abstract class SqlStore<Tx> {
       if (woken) await this.notifyWake(tx);
       return result;
     });
+  }
+
+  async execute<Row = Record<string, unknown>>(statement: Statement, params: readonly unknown[]): Promise<Row[]> {
+    return this.write((db) => db.all<Row>(statement, params));
   }
 
   /** Wakes listening executors when the transaction commits (PostgreSQL's NOTIFY; nothing on SQLite). */

@@ -1,7 +1,7 @@
 import type { DeletedRuns, RunDeleteFilter } from "./retention.js";
 import type { CORE_STEP_KINDS, StoreExtension } from "./extension.js";
 import type { RowOp } from "./row-ops.js";
-import type { Connection } from "./connection.js";
+import type { Connection, Statement } from "./connection.js";
 
 /**
  * The system database behind Cairn: one async interface, two backends with mirrored file sets
@@ -378,8 +378,18 @@ export interface Store {
 
   /** Read-only SQL for the CLI, dashboards and `cairn.query` (`$1, $2, ...` params). Refuses anything that writes. */
   query(sql: string, params?: unknown[]): Promise<QueryResult>;
-  /** A parameterised read (`$1, $2, ...` on both backends) for the layers above the engine. */
-  select<Row = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<Row[]>;
+  /**
+   * A parameterised read (`$1, $2, ...` on both backends) for the layers above the engine. A
+   * statement with a name is prepared under it on PostgreSQL (planned once per connection, not per
+   * call); text alone is planned every time.
+   */
+  select<Row = Record<string, unknown>>(sql: string | Statement, params?: unknown[]): Promise<Row[]>;
+  /**
+   * A layer's one statement that writes, as a transaction of its own (prepared under its name on
+   * PostgreSQL; on SQLite, under the store's write lock): the scheduler's dispatch function, which
+   * fences, locks and decides inside the database in one round trip. It commits or fails whole.
+   */
+  execute<Row = Record<string, unknown>>(statement: Statement, params: readonly unknown[]): Promise<Row[]>;
 
   /**
    * An operator's SQL (`cairn sql`): exactly one statement, which the database itself refuses unless

@@ -1,7 +1,7 @@
 import pg from "pg";
 import type { PoolClient, QueryConfig } from "pg";
 import { NotACairnDatabaseError, RunNotFoundError } from "../../errors.js";
-import { postgresConnection, type Connection } from "../connection.js";
+import { postgresConnection, type Connection, type Statement } from "../connection.js";
 import { POSTGRES } from "../dialect.js";
 import { checkSchema, migrationScript, type MigrationSql } from "../migration-runner.js";
 import { toRunRow } from "../rows.js";
@@ -392,9 +392,8 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
   }
 
   /** The layers' parameterised reads: one statement on a pooled connection, `$n` placeholders. */
-  async select<Row = Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<Row[]> {
-    const result = await this.pool.query({ text: sql, values: params });
-    return result.rows as Row[];
+  async select<Row = Record<string, unknown>>(sql: string | Statement, params: unknown[] = []): Promise<Row[]> {
+    return this.poolConnection.all<Row>(typeof sql === "string" ? { text: sql } : sql, params);
   }
 
   /**

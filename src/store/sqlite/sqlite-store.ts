@@ -1,7 +1,7 @@
 import Database from "better-sqlite3";
 import { resolve } from "node:path";
 import { NotACairnDatabaseError } from "../../errors.js";
-import { SqliteStatements, type Connection } from "../connection.js";
+import { SqliteStatements, type Connection, type Statement } from "../connection.js";
 import { Mutex } from "../mutex.js";
 import { SQLITE } from "../dialect.js";
 import { checkSchema, migrationScript, type MigrationSql } from "../migration-runner.js";
@@ -305,8 +305,8 @@ export class SqliteStore extends SqlStore<null> implements Store {
     return null;
   }
 
-  async select<Row = Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<Row[]> {
-    const q = positionalPlaceholders(sql, params);
+  async select<Row = Record<string, unknown>>(sql: string | Statement, params: unknown[] = []): Promise<Row[]> {
+    const q = positionalPlaceholders(typeof sql === "string" ? sql : sql.text, params);
     return this.statements.compiled(q.text).statement.all(...q.params) as Row[];
   }
 
