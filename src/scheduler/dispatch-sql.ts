@@ -1,7 +1,5 @@
-import { createHash } from "node:crypto";
 import type { Statement } from "../store/connection.js";
 import type { SqlDialect } from "../store/dialect.js";
-import { WAKE_CHANNEL } from "../store/postgres/postgres-writes.js";
 
 /**
  * The statements of a queue's dispatch, written once for both backends. The limits live here, in
@@ -236,8 +234,7 @@ export function lookSql(d: SqlDialect): string {
   const now = d.bigint("$2");
   const waiting = `t.queue = q.name AND t.dispatched_at IS NULL AND (t.not_before IS NULL OR t.not_before <= ${now})`;
   return `SELECT q.name AS queue,
-  CASE WHEN EXISTS (SELECT 1 FROM cairn_queue_runs t WHERE ${waiting}
-    AND EXISTS (SELECT 1 FROM cairn_runs r WHERE r.id = t.run_id AND ${STILL_ENQUEUED})) THEN 1 ELSE 0 END AS ready,
+  CASE WHEN ${runReadySql(d, "q.name")} THEN 1 ELSE 0 END AS ready,
   (SELECT MIN(t.not_before) FROM cairn_queue_runs t WHERE t.queue = q.name AND t.dispatched_at IS NULL AND t.not_before > ${now}) AS delayed,
   CASE WHEN (q.concurrency IS NULL OR (SELECT COUNT(*) FROM cairn_runs r JOIN cairn_queue_runs t ON t.run_id = r.id
     WHERE r.status IN ('running', 'waiting') AND t.queue || '' = q.name AND t.dispatched_at IS NOT NULL) < q.concurrency)
@@ -254,11 +251,29 @@ export function lookSql(d: SqlDialect): string {
 FROM cairn_queues q WHERE ${d.inList("q.name", "$1")} AND ${d.text("$3")} IS NOT NULL`;
 }
 
+/** Whether a run of queue `queue` (an SQL expression) is ready now ($2 now): waiting, due, still enqueued. */
+export function runReadySql(d: SqlDialect, queue: string): string {
+  return `EXISTS (SELECT 1 FROM cairn_queue_runs t WHERE t.queue = ${queue} AND t.dispatched_at IS NULL
+    AND (t.not_before IS NULL OR t.not_before <= ${d.bigint("$2")})
+    AND EXISTS (SELECT 1 FROM cairn_runs r WHERE r.id = t.run_id AND ${STILL_ENQUEUED}))`;
+}
+
+/**
+ * PostgreSQL: the advisory lock dispatchers of one queue take turns on (key: this constant and
+ * the hash of the queue's name; a collision only makes two queues take turns). An advisory lock,
+ * not a lock on the queue's row: taking it writes nothing, so a pass that decides nothing commits
+ * nothing — a row lock is a write, and its commit waited for a WAL flush.
+ */
+export const QUEUE_LOCK_KEY = 0x6361_6972; // "cair"
+
 export function dispatchStatements(d: SqlDialect) {
   const s = (name: string, text: string): Statement => ({ name: `cairn_queue_${name}`, text });
   return {
     /** Dispatchers of one queue take turns (PostgreSQL; SQLite's writer is alone anyway). */
-    lockQueue: s("lock", `SELECT name FROM cairn_queues WHERE name = $1 ${d.forUpdate}`),
+    lockQueue: s(
+      "lock",
+      d.name === "postgres" ? `SELECT pg_advisory_xact_lock(${QUEUE_LOCK_KEY}, hashtext($1))` : `SELECT name FROM cairn_queues WHERE name = $1`,
+    ),
     /** $1 run, $2 executor, $3 now. */
     takeRun: s("take_run", `UPDATE cairn_runs SET status = 'running', executor_id = $2, updated_at = $3 WHERE id = $1 AND status = 'enqueued'`),
     /** $1 run, $2 executor, $3 now, $4 policy: the decision, for anyone to read in SQL. */
@@ -288,69 +303,4 @@ export function dispatchStatements(d: SqlDialect) {
          policy_sql = excluded.policy_sql, locality_wait_ms = excluded.locality_wait_ms, updated_at = excluded.updated_at`,
     ),
   };
-}
-
-/**
- * PostgreSQL: a queue's dispatch in one round trip — a function that does in the database what a
- * pass did in five statements (BEGIN, renew the dispatcher's row, lock the queue's row, decide,
- * COMMIT), for the built-in policies ({@link decideBatch}). Its name carries a hash of its text,
- * so a Cairn whose dispatch SQL differs creates (and calls) its own function beside an older one's.
- *
- * In order, inside the call's one transaction:
- * 1. The queue's row is locked with SKIP LOCKED. Held, another dispatcher is deciding this queue
- *    now: the call returns no decision and writes nothing, instead of waiting to decide after it
- *    (four executors woken by one enqueue all queued on the lock, each then committing a write
- *    for nothing). No run is left behind by that: every dispatcher hears every wake-up (NOTIFY)
- *    and passes again after one that came during its pass (Executor.poke), so the holder decides
- *    whatever committed after its own statement began.
- * 2. The dispatcher's row is renewed — the claim's fencing: gone (peers presumed it dead), the
- *    call returns one row with `fenced` = 1 and decides nothing.
- * 3. The decisions, taken and recorded as by `decideBatch`; a VOLATILE function's every statement
- *    reads a fresh snapshot, so this one sees what committed before the lock was taken.
- * 4. NOTIFY when a peer got a run (delivered at commit, like the claim's).
- *
- * Columns: run_id, executor_id, again (as decideBatch), fenced.
- */
-export function dispatchFunction(d: SqlDialect, policy: BatchPolicy, policySql: string): { name: string; create: string; call: Statement } {
-  const decide = decideBatch(d, policy, policySql).text;
-  const body = `
-#variable_conflict use_column
-DECLARE
-  r record;
-  woke boolean := false;
-BEGIN
-  PERFORM 1 FROM cairn_queues WHERE name = $1 FOR UPDATE SKIP LOCKED;
-  IF NOT FOUND THEN RETURN; END IF;
-  UPDATE cairn_executors SET heartbeat_at = GREATEST(heartbeat_at, $2) WHERE id = $3;
-  IF NOT FOUND THEN
-    fenced := 1;
-    RETURN NEXT;
-    RETURN;
-  END IF;
-  FOR r IN ${decide} LOOP
-    run_id := r.run_id;
-    executor_id := r.executor_id;
-    again := r.again;
-    fenced := 0;
-    IF r.executor_id <> $3 THEN woke := true; END IF;
-    RETURN NEXT;
-  END LOOP;
-  IF woke THEN PERFORM pg_notify('${WAKE_CHANNEL}', ''); END IF;
-END`;
-  const name = `cairn_dispatch_${createHash("sha256").update(body).digest("hex").slice(0, 16)}`;
-  const create = `CREATE OR REPLACE FUNCTION ${name}(text, bigint, text, bigint, text, bigint)
-RETURNS TABLE (run_id text, executor_id text, again integer, fenced integer)
-LANGUAGE plpgsql VOLATILE AS $cairn_fn$${body}$cairn_fn$`;
-  return { name, create, call: { name: `${name}_call`, text: `SELECT run_id, executor_id, again, fenced FROM ${name}($1, $2, $3, $4, $5, $6)` } };
-}
-
-/**
- * Creates a dispatch function unless it exists, in one statement: concurrent creators (executors
- * launching together) take turns on an advisory lock, and the second finds the function there.
- */
-export function ensureFunctionSql(name: string, create: string): string {
-  return `DO $cairn_do$ BEGIN
-  PERFORM pg_advisory_xact_lock(hashtext('cairn_dispatch_functions'));
-  IF to_regproc('${name}') IS NULL THEN EXECUTE $cairn_create$${create}$cairn_create$; END IF;
-END $cairn_do$`;
 }

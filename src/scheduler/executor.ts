@@ -361,6 +361,14 @@ export class Executor implements ExecutionHost {
           await this.checkLostRuns();
           await this.reloadAfterStoreErrors();
         }
+        // Queues first: a woken executor's queued run starts without waiting for the claim of
+        // started runs to come back (a round trip, and a commit when it claims). The runs it
+        // dispatched here are loaded before the claim counts what is free.
+        if (this.options.queues !== undefined && !(await this.dispatchQueues(now, this.options.queues))) {
+          this.lastDeathCheck = -Infinity; // our row is gone: re-register first, as after a claim
+          this.claimAgain = true;
+          continue;
+        }
         const capacity = this.options.maxConcurrentRuns - this.executions.size;
         if (capacity > 0) {
           const runs = await this.store.claimRuns({
@@ -396,11 +404,6 @@ export class Executor implements ExecutionHost {
         }
         // Only if each still has the heartbeat it was judged by: one that woke up meanwhile keeps its row.
         if (dead.length > 0) await this.store.removeDeadExecutors(dead);
-        if (this.options.queues !== undefined && !(await this.dispatchQueues(now, this.options.queues))) {
-          this.lastDeathCheck = -Infinity; // our row is gone: re-register first, as after a claim
-          this.claimAgain = true;
-          continue;
-        }
         const next = await this.store.nextWakeAt(this.options.recoverAllVersions ? null : this.options.appVersion);
         if (next !== null) this.wakeAt(next);
       } while (this.claimAgain && this.started && !once);
@@ -426,21 +429,30 @@ export class Executor implements ExecutionHost {
     if (outcome.more) this.claimAgain = true;
     if (outcome.nextWakeAt !== null) this.wakeAt(outcome.nextWakeAt);
     if (queues.served().length === 0) return true;
-    // A run whose execution here is still letting go of it counts as not loaded (see load).
-    const mine = (await queues.assigned(this.executorId)).filter((id) => this.executions.get(id)?.stopped !== false && !this.reloads.has(id));
-    await Promise.all(
-      mine.map(async (id) => {
-        try {
-          const run = await this.store.getRun(id);
-          if (run === undefined || run.status !== "running" || run.executorId !== this.executorId) return;
-          this.load(run, await this.store.loadJournal(id));
-        } catch (error) {
-          this.reloadLater(id);
-          this.options.onError(error);
-        }
-      }),
-    );
+    // The runs it gave us are loaded at once; the ones peers gave us (in another process: those
+    // here were poked) are found by `assigned`, read meanwhile.
+    const given = outcome.decisions.filter((decision) => decision.executorId === this.executorId).map((decision) => decision.runId);
+    const assigned = queues.assigned(this.executorId);
+    assigned.catch(() => undefined); // awaited below; a failure must not be unhandled while the given runs load
+    await Promise.all(given.map((id) => this.loadAssigned(id)));
+    const others = (await assigned).filter((id) => !given.includes(id));
+    await Promise.all(others.map((id) => this.loadAssigned(id)));
     return true;
+  }
+
+  /** A run dispatched to this executor: loaded unless it is loaded already or not ours (any more). */
+  private async loadAssigned(id: string): Promise<void> {
+    // A run whose execution here is still letting go of it counts as not loaded (see load).
+    if (this.executions.get(id)?.stopped === false || this.reloads.has(id)) return;
+    try {
+      // Both reads at once: on PostgreSQL two pooled connections, one round trip's wait.
+      const [run, journal] = await Promise.all([this.store.getRun(id), this.store.loadJournal(id)]);
+      if (run === undefined || run.status !== "running" || run.executorId !== this.executorId) return;
+      this.load(run, journal);
+    } catch (error) {
+      this.reloadLater(id);
+      this.options.onError(error);
+    }
   }
 
   private load(run: RunRow, journal: Parameters<typeof this.newExecution>[1]): void {

@@ -3,7 +3,8 @@ import { InvalidSpecError } from "../errors.js";
 import type { Connection, Statement } from "../store/connection.js";
 import { POSTGRES, SQLITE, type SqlDialect } from "../store/dialect.js";
 import type { Store } from "../store/store.js";
-import { decideInOne, dispatchFunction, dispatchStatements, ensureFunctionSql, lookSql, nextBatch, nextDecision } from "./dispatch-sql.js";
+import { dispatchFunction, ensureFunctionSql, FENCED_SQLSTATE } from "./dispatch-function.js";
+import { decideInOne, dispatchStatements, lookSql, nextBatch, nextDecision } from "./dispatch-sql.js";
 import { isBuiltInPolicy, type BuiltInPolicy } from "./policies.js";
 import { queueSpec, type QueueOptions, type QueueSpec } from "./queue-spec.js";
 
@@ -166,13 +167,35 @@ export class Queues {
     const names = [...this.specs.keys()];
     if (names.length === 0) return { decisions: [], more: false, nextWakeAt: null };
     await this.sync(now);
-    const list = this.dialect.list(names);
+    // PostgreSQL, built-in policies: each queue's function looks, locks and decides in one call
+    // (dispatch-function.ts). The other queues are looked at first and decided in a claim transaction.
+    const called = this.dialect.name === "postgres" ? names.filter((name) => isBuiltInPolicy(this.specs.get(name)!.policy)) : [];
+    const looked = names.filter((name) => !called.includes(name));
+    const [calls, looks] = await Promise.all([
+      Promise.all(called.map((name) => this.callDispatch(this.specs.get(name)!, executorId, now, leaseMs))),
+      this.lookAndDecide(looked, executorId, now, leaseMs),
+    ]);
+    if (looks === null || calls.includes(null)) return null;
+    const decisions = [...calls.flatMap((call) => call!.decisions), ...looks.decisions];
+    const delayed = [...calls.flatMap((call) => (call!.delayed === null ? [] : [call!.delayed])), ...looks.delayed];
+    const more = looks.more || calls.some((call) => call!.decisions.length >= DECISIONS_PER_PASS);
+    return { decisions, more, nextWakeAt: await this.nextWakeAt(this.dialect.list(names), now, delayed) };
+  }
+
+  /** The queues decided in a claim transaction (SQLite's, and user policies'), after one look at them all. */
+  private async lookAndDecide(
+    names: string[],
+    executorId: string,
+    now: number,
+    leaseMs: number,
+  ): Promise<{ decisions: QueueDecision[]; more: boolean; delayed: number[] } | null> {
+    if (names.length === 0) return { decisions: [], more: false, delayed: [] };
     // One read first, for every queue (lookSql): which have a run ready, when the next delayed one
     // starts, and whether anything could be dispatched. A queue at its limits (every executor
     // full, the rate spent) costs no write transaction — on a SQLite file shared by processes, no
     // turn at the one write lock.
     const looks = await this.store.select<{ queue: string; ready: unknown; delayed: unknown; open: unknown }>(this.look, [
-      list,
+      this.dialect.list(names),
       now,
       executorId,
       now - leaseMs,
@@ -187,51 +210,53 @@ export class Queues {
         const [possible] = await this.store.select(this.nextStatement(spec.policySql), [spec.name, now, executorId, now - leaseMs]);
         if (possible === undefined) continue;
       }
-      const taken = await this.dispatchQueue(spec, executorId, now, leaseMs);
+      const taken = await this.store.claimWith(executorId, now, async (db, wake) => {
+        const decided = await this.decide(db, spec, executorId, now, leaseMs);
+        // Peers hear of it only when it gave someone else a run: a pass that decided nothing, or
+        // only for itself, wakes nobody (else every dispatch would wake every peer into another).
+        if (decided.some((d) => d.executorId !== executorId)) wake();
+        return decided;
+      });
       if (taken === null) return null;
       decisions.push(...taken);
       if (taken.length === DECISIONS_PER_PASS) more = true;
     }
     const delayed = looks.map((look) => look.delayed).filter((w) => w !== null && w !== undefined);
-    return { decisions, more, nextWakeAt: await this.nextWakeAt(list, now, delayed.map(Number)) };
+    return { decisions, more, delayed: delayed.map(Number) };
   }
 
-  /**
-   * One queue's decisions for this pass, or null when the dispatcher's row is gone (fenced). On
-   * PostgreSQL a built-in policy decides through its dispatch function (one round trip a batch,
-   * see dispatchFunction); otherwise in one claim transaction (the claim's fencing and the queue's
-   * lock around `decide`).
-   */
-  private async dispatchQueue(spec: QueueSpec, executorId: string, now: number, leaseMs: number): Promise<QueueDecision[] | null> {
-    if (this.dialect.name === "postgres" && isBuiltInPolicy(spec.policy)) return this.callDispatch(spec, spec.policy, executorId, now, leaseMs);
-    return this.store.claimWith(executorId, now, async (db, wake) => {
-      const decided = await this.decide(db, spec, executorId, now, leaseMs);
-      // Peers hear of it only when it gave someone else a run: a pass that decided nothing, or
-      // only for itself, wakes nobody (else every dispatch would wake every peer into another).
-      if (decided.some((d) => d.executorId !== executorId)) wake();
-      return decided;
-    });
-  }
-
-  private async callDispatch(spec: QueueSpec, policy: BuiltInPolicy, executorId: string, now: number, leaseMs: number): Promise<QueueDecision[] | null> {
-    const call = await this.dispatchFunction(policy, spec.policySql);
+  /** PostgreSQL, a built-in policy: the queue's decisions by calls of its dispatch function; null when fenced. */
+  private async callDispatch(
+    spec: QueueSpec,
+    executorId: string,
+    now: number,
+    leaseMs: number,
+  ): Promise<{ decisions: QueueDecision[]; delayed: number | null } | null> {
+    const call = await this.dispatchFunction(spec.policy as BuiltInPolicy, spec.policySql);
     const decisions: QueueDecision[] = [];
+    let delayed: number | null = null;
     while (decisions.length < DECISIONS_PER_PASS) {
-      const rows = await this.store.execute<{ run_id: unknown; executor_id: unknown; again: unknown; fenced: unknown }>(call, [
-        spec.name,
-        now,
-        executorId,
-        now - leaseMs,
-        spec.policy,
-        DECISIONS_PER_PASS - decisions.length,
-      ]);
-      // Fenced: nothing of this call was decided; runs an earlier call gave us are a dead executor's now.
-      if (rows.some((row) => Number(row.fenced) === 1)) return null;
-      for (const row of rows) decisions.push({ queue: spec.name, runId: String(row.run_id), executorId: String(row.executor_id) });
+      let rows: { run_id: unknown; executor_id: unknown; again: unknown; delayed: unknown }[];
+      try {
+        rows = await this.store.execute(call, [spec.name, now, executorId, now - leaseMs, spec.policy, DECISIONS_PER_PASS - decisions.length]);
+      } catch (error) {
+        // Our row is gone: this call's decisions rolled back; runs an earlier call gave us are a dead executor's now.
+        if ((error as { code?: unknown } | null)?.code === FENCED_SQLSTATE) return null;
+        throw error;
+      }
+      let again = false;
+      for (const row of rows) {
+        if (row.run_id === null) {
+          delayed = Number(row.delayed);
+          continue;
+        }
+        decisions.push({ queue: spec.name, runId: String(row.run_id), executorId: String(row.executor_id) });
+        if (Number(row.again) === 1) again = true;
+      }
       // A batch that says nothing more can be decided now ends the pass without another call.
-      if (!rows.some((row) => Number(row.again) === 1)) break;
+      if (!again) break;
     }
-    return decisions;
+    return { decisions, delayed };
   }
 
   /** The call of a built-in policy's dispatch function, created in the database on first use. */
@@ -239,8 +264,8 @@ export class Queues {
     const key = `${policy}:${policySql}`;
     let ready = this.functions.get(key);
     if (ready === undefined) {
-      const fn = dispatchFunction(this.dialect, policy, policySql);
-      ready = this.store.execute({ text: ensureFunctionSql(fn.name, fn.create) }, []).then(() => fn.call);
+      const fn = dispatchFunction(policy, policySql);
+      ready = this.store.execute(ensureFunctionSql(fn), []).then(() => fn.call);
       // A failed creation (the database unreachable) is tried again by the next pass.
       ready.catch(() => this.functions.delete(key));
       this.functions.set(key, ready);

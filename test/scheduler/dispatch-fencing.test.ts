@@ -1,5 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { storeOf } from "../../src/internal.js";
+import pg from "pg";
+import { QUEUE_LOCK_KEY } from "../../src/scheduler/dispatch-sql.js";
+import { Queues } from "../../src/scheduler/queues.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory } from "../harness.js";
 
@@ -39,5 +42,79 @@ describe.each(BACKENDS)("dispatch fenced by the executor's row on $name", (backe
     const claimed = await store.claimRuns({ executorId: "live", appVersion: null, now: t + 1_000, deadExecutors: [], workflows: ["job"], limit: 10 });
     expect(claimed).toEqual([]);
     expect((await store.getRun("queued-1"))?.status).toBe("enqueued");
+  });
+
+  it("a dispatch by a removed id decides nothing, even for a live peer with room; the peer's own takes the run", async () => {
+    const db = await env.database();
+    const cairn = env.cairn(db);
+    cairn.queue("q");
+    const job = cairn.workflow("job", async () => 1);
+    await job.enqueue("q", undefined, { id: "queued-1" });
+    const store = storeOf(cairn);
+    const t = Date.now();
+    await store.registerExecutor({
+      id: "live",
+      hostname: "elsewhere.invalid",
+      pid: 1,
+      backendPid: null,
+      pidNamespace: null,
+      appVersion: "default",
+      startedAt: t,
+      heartbeatAt: t,
+      capacity: 4,
+    });
+    // A second dispatcher of the same queue, as another process has: it serves "q" as "live".
+    const queues = new Queues(store);
+    queues.declare("q");
+    expect(await queues.register("live", t)).toBe(true);
+
+    // "ghost" has no row: on PostgreSQL its dispatch function decides for "live", then finds its
+    // own row gone and rolls the decision back; on SQLite the claim transaction refuses at once.
+    expect(await queues.dispatch("ghost", t, 30_000)).toBeNull();
+    expect((await store.getRun("queued-1"))?.status).toBe("enqueued");
+    const [row] = (await store.query("SELECT dispatched_at, executor_id FROM cairn_queue_runs WHERE run_id = $1", ["queued-1"])).rows;
+    expect(row).toMatchObject({ dispatched_at: null, executor_id: null });
+
+    const taken = await queues.dispatch("live", t + 1, 30_000);
+    expect(taken?.decisions).toEqual([{ queue: "q", runId: "queued-1", executorId: "live" }]);
+    expect(await store.getRun("queued-1")).toMatchObject({ status: "running", executorId: "live" });
+  });
+
+  // PostgreSQL: dispatchers of a queue take turns on its advisory lock; one that finds it held
+  // does not wait behind it (the holder passes again after every wake-up), and decides once it is free.
+  it.skipIf(backend.name !== "postgres")("a dispatch that finds the queue's lock held returns at once, deciding nothing", async () => {
+    const db = await env.database();
+    const cairn = env.cairn(db);
+    cairn.queue("q");
+    const job = cairn.workflow("job", async () => 1);
+    await job.enqueue("q", undefined, { id: "queued-1" });
+    const store = storeOf(cairn);
+    const t = Date.now();
+    await store.registerExecutor({
+      id: "live",
+      hostname: "elsewhere.invalid",
+      pid: 1,
+      backendPid: null,
+      pidNamespace: null,
+      appVersion: "default",
+      startedAt: t,
+      heartbeatAt: t,
+      capacity: 4,
+    });
+    const queues = new Queues(store);
+    queues.declare("q");
+    await queues.register("live", t);
+    const holder = new pg.Client({ connectionString: db });
+    await holder.connect();
+    try {
+      await holder.query("BEGIN");
+      await holder.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [QUEUE_LOCK_KEY, "q"]);
+      expect((await queues.dispatch("live", t, 30_000))?.decisions).toEqual([]);
+      expect((await store.getRun("queued-1"))?.status).toBe("enqueued");
+      await holder.query("COMMIT");
+      expect((await queues.dispatch("live", t, 30_000))?.decisions).toEqual([{ queue: "q", runId: "queued-1", executorId: "live" }]);
+    } finally {
+      await holder.end();
+    }
   });
 });

@@ -1,0 +1,101 @@
+import { createHash } from "node:crypto";
+import type { Statement } from "../store/connection.js";
+import { POSTGRES } from "../store/dialect.js";
+import { WAKE_CHANNEL } from "../store/postgres/postgres-writes.js";
+import { decideBatch, QUEUE_LOCK_KEY, runReadySql, type BatchPolicy } from "./dispatch-sql.js";
+
+/**
+ * PostgreSQL: a queue's dispatch pass in one round trip, for the built-in policies. A pass was a
+ * look at every queue, then a transaction of five statements (BEGIN, renew the dispatcher's row,
+ * lock the queue, decide, COMMIT); a woken executor spent most of an enqueue's latency there, and
+ * every executor woken by the same NOTIFY queued on the lock to commit a write for nothing. This
+ * function does the same inside the database, in the one transaction of its call:
+ *
+ * 1. No run of the queue ready now: return (nothing locked, nothing written).
+ * 2. The queue's advisory lock, tried (QUEUE_LOCK_KEY). Held, another dispatcher is deciding this
+ *    queue at this moment: return without waiting. No run is left behind by that: every
+ *    dispatcher hears every wake-up (NOTIFY) and passes again after one that came during its pass
+ *    (Executor.poke), so the holder decides whatever committed after its statement began.
+ * 3. The decisions, taken and recorded as by `decideBatch`. A VOLATILE function's statements each
+ *    read a fresh snapshot, so this one sees every dispatch that committed before the lock was
+ *    ours (a single statement that locked and decided would read the world of before the wait).
+ * 4. If anything was decided: the dispatcher's row is renewed — the claim's fencing. Gone (peers
+ *    presumed it dead and removed it), the call raises SQLSTATE `CRFEN` and its transaction,
+ *    decisions included, rolls back. NOTIFY when a peer got a run (delivered at commit).
+ *
+ * Every return also gives the queue's next delayed start (a row with `run_id` NULL and `delayed`
+ * set), for the dispatcher's wake-up timer. Parameters: $1 queue, $2 now, $3 the dispatcher, $4
+ * the oldest live heartbeat, $5 the policy's name, $6 the most decisions to make. Columns: run_id,
+ * executor_id, again (as decideBatch), delayed.
+ *
+ * The function's name carries a hash of its text: a Cairn whose dispatch SQL differs (another
+ * version) creates and calls its own beside the older one's, never replacing it under a running peer.
+ */
+export interface DispatchFunction {
+  name: string;
+  create: string;
+  call: Statement;
+}
+
+/** The SQLSTATE of a dispatch whose dispatcher's row is gone (its decisions rolled back). */
+export const FENCED_SQLSTATE = "CRFEN";
+
+export function dispatchFunction(policy: BatchPolicy, policySql: string): DispatchFunction {
+  const d = POSTGRES;
+  const decide = decideBatch(d, policy, policySql).text;
+  const delayed = `SELECT MIN(t.not_before) FROM cairn_queue_runs t WHERE t.queue = $1 AND t.dispatched_at IS NULL AND t.not_before > $2`;
+  const body = `
+#variable_conflict use_column
+DECLARE
+  r record;
+  decided boolean := false;
+  woke boolean := false;
+BEGIN
+  run_id := NULL;
+  executor_id := NULL;
+  again := 0;
+  IF ${runReadySql(d, "$1")} THEN
+    IF pg_try_advisory_xact_lock(${QUEUE_LOCK_KEY}, hashtext($1)) THEN
+    FOR r IN ${decide} LOOP
+      run_id := r.run_id;
+      executor_id := r.executor_id;
+      again := r.again;
+      decided := true;
+      IF r.executor_id <> $3 THEN woke := true; END IF;
+      RETURN NEXT;
+    END LOOP;
+    IF decided THEN
+      UPDATE cairn_executors SET heartbeat_at = GREATEST(heartbeat_at, $2) WHERE id = $3;
+      IF NOT FOUND THEN
+        RAISE EXCEPTION 'cairn: executor % is gone (presumed dead by a peer): its dispatch of queue % is rolled back', $3, $1
+          USING ERRCODE = '${FENCED_SQLSTATE}';
+      END IF;
+    END IF;
+    IF woke THEN PERFORM pg_notify('${WAKE_CHANNEL}', ''); END IF;
+    END IF;
+  END IF;
+  run_id := NULL;
+  executor_id := NULL;
+  again := 0;
+  delayed := (${delayed});
+  IF delayed IS NOT NULL THEN RETURN NEXT; END IF;
+END`;
+  const name = `cairn_dispatch_${createHash("sha256").update(body).digest("hex").slice(0, 16)}`;
+  const create = `CREATE OR REPLACE FUNCTION ${name}(text, bigint, text, bigint, text, bigint)
+RETURNS TABLE (run_id text, executor_id text, again integer, delayed bigint)
+LANGUAGE plpgsql VOLATILE AS $cairn_fn$${body}$cairn_fn$`;
+  return { name, create, call: { name: `${name}_call`, text: `SELECT run_id, executor_id, again, delayed FROM ${name}($1, $2, $3, $4, $5, $6)` } };
+}
+
+/**
+ * Creates a dispatch function unless it exists, as one statement: concurrent creators (executors
+ * launching together) take turns on an advisory lock, and the second finds the function there.
+ */
+export function ensureFunctionSql(fn: DispatchFunction): Statement {
+  return {
+    text: `DO $cairn_do$ BEGIN
+  PERFORM pg_advisory_xact_lock(${QUEUE_LOCK_KEY}, 0);
+  IF to_regproc('${fn.name}') IS NULL THEN EXECUTE $cairn_create$${fn.create}$cairn_create$; END IF;
+END $cairn_do$`,
+  };
+}
