@@ -79,6 +79,12 @@ export class Executor implements ExecutionHost {
   /** The last claim took as many runs as it had room for: more may be claimable as runs let go. */
   private saturated = false;
   private claimAgain = false;
+  /**
+   * Whether the next pass claims (`claimRuns`) or only dispatches the queues: a pass asked for
+   * only because a run let go of a queue's slot has nothing new to claim, and on SQLite a claim
+   * reads every queued run to leave them alone (they are all `enqueued`).
+   */
+  private claimWanted = true;
   private pokeScheduled = false;
   private lastDeathCheck = -Infinity;
   private readonly timers: NodeJS.Timeout[] = [];
@@ -233,8 +239,9 @@ export class Executor implements ExecutionHost {
 
   // ---- ExecutionHost ----------------------------------------------------------------------------
 
-  poke(periodic = false): void {
+  poke(periodic = false, dispatchOnly = false): void {
     if (!this.started) return;
+    if (!dispatchOnly) this.claimWanted = true;
     if (this.claiming) {
       this.claimAgain = true;
       return;
@@ -338,7 +345,7 @@ export class Executor implements ExecutionHost {
       this.storeFailures.delete(runId);
       // A run that ended or went to sleep may have freed a queue's slot: dispatch again now rather
       // than at the next poll.
-      if (reason !== "lost" && this.options.queues?.declared === true) this.poke();
+      if (reason !== "lost" && this.options.queues?.declared === true) this.poke(false, true);
     }
     this.notifyRunChange(runId, settled);
   }
@@ -351,6 +358,8 @@ export class Executor implements ExecutionHost {
     try {
       do {
         this.claimAgain = false;
+        const claiming = this.claimWanted || periodic;
+        this.claimWanted = false;
         const now = this.clock.now();
         let dead: DeadExecutor[] = [];
         if (periodic || now - this.lastDeathCheck >= this.options.pollIntervalMs) {
@@ -366,11 +375,11 @@ export class Executor implements ExecutionHost {
         // dispatched here are loaded before the claim counts what is free.
         if (this.options.queues !== undefined && !(await this.dispatchQueues(now, this.options.queues))) {
           this.lastDeathCheck = -Infinity; // our row is gone: re-register first, as after a claim
-          this.claimAgain = true;
+          this.claimAgain = this.claimWanted = true;
           continue;
         }
         const capacity = this.options.maxConcurrentRuns - this.executions.size;
-        if (capacity > 0) {
+        if (capacity > 0 && (claiming || dead.length > 0)) {
           const runs = await this.store.claimRuns({
             executorId: this.executorId,
             appVersion: this.options.recoverAllVersions ? null : this.options.appVersion,
@@ -386,7 +395,7 @@ export class Executor implements ExecutionHost {
             // before any other claim — a run claimed under the old id would be taken over while it
             // runs here, its steps run twice.
             this.lastDeathCheck = -Infinity;
-            this.claimAgain = true;
+            this.claimAgain = this.claimWanted = true;
             continue;
           }
           await Promise.all(

@@ -23,6 +23,9 @@ import type {
   WriteOp,
 } from "../store.js";
 import { sqliteOperatorQuery } from "./sqlite-operator-query.js";
+
+/** The claim's fence inside an immediate transaction (one writer: the row cannot go before the commit). */
+const EXECUTOR_EXISTS = "SELECT 1 AS ok FROM cairn_executors WHERE id = $1";
 import { SqliteWrites } from "./sqlite-writes.js";
 
 export interface SqliteStoreOptions {
@@ -269,12 +272,15 @@ export class SqliteStore extends SqlStore<null> implements Store {
   }
 
   async claimRuns(request: ClaimRequest): Promise<RunRow[] | null> {
-    // One immediate transaction, so another process cannot remove our row between the renewal and
-    // the claim, nor renew a dead executor's heartbeat between its check and the take-over.
+    // One immediate transaction, so another process cannot remove our row between its check and
+    // the claim, nor renew a dead executor's heartbeat between its check and the take-over. Our
+    // heartbeat is renewed only when the claim took runs (what it protects): a renewal is a write,
+    // and a claim that finds nothing — most passes of a busy executor — then commits no page and
+    // waits for no fsync (it did both at every pass, and the runs' own commits queued behind it).
     return this.lock.run(() =>
       this.db
         .transaction((): RunRow[] | null => {
-          if (this.statements.run(this.sql.renewClaimant.text, [request.now, request.executorId]) === 0) return null;
+          if (this.statements.all(EXECUTOR_EXISTS, [request.executorId]).length === 0) return null;
           const claimed = this.statements.all<{ id: string }>(this.claimStatement(), [
             request.executorId,
             request.appVersion,
@@ -284,6 +290,7 @@ export class SqliteStore extends SqlStore<null> implements Store {
             SQLITE.list(request.workflows),
           ]);
           if (claimed.length === 0) return [];
+          this.statements.run(this.sql.renewClaimant.text, [request.now, request.executorId]);
           return this.statements.all<Raw>(this.sql.runsIn.text, [SQLITE.list(claimed.map((c) => c.id))]).map(toRunRow);
         })
         .immediate(),
