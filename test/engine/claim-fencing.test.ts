@@ -1,3 +1,4 @@
+import { statSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import type { ClaimRequest, ExecutorRow } from "../../src/store/store.js";
 import { BACKENDS } from "../backends.js";
@@ -56,5 +57,26 @@ describe.each(BACKENDS)("claims fenced by the executor's row on $name", (backend
     await store.removeDeadExecutors(current);
     expect((await store.listExecutors()).some((e) => e.id === "a")).toBe(false);
     expect((await store.getRun("job-1"))?.executorId).toBe("b");
+  });
+
+  // A busy executor's passes mostly find nothing to claim: on SQLite such a claim used to renew the
+  // claimant's heartbeat anyway, a write whose commit waited for an fsync, every pass.
+  it.skipIf(backend.name !== "sqlite")("a claim that takes nothing writes nothing; one that takes runs renews the heartbeat", async () => {
+    const db = await env.database();
+    const client = env.cairn(db);
+    const job = client.workflow("job", async () => "done");
+    const store = storeOf(client);
+    await store.migrate();
+    const t = Date.now();
+    await store.registerExecutor(executor("a", t));
+    const walBytes = (): number => statSync(`${db}-wal`).size;
+    const before = walBytes();
+    expect(await store.claimRuns(claim("a", t + 1_000))).toEqual([]);
+    expect(walBytes()).toBe(before);
+    expect((await store.listExecutors()).find((e) => e.id === "a")?.heartbeatAt).toBe(t);
+
+    await job.start(undefined, { id: "job-1" });
+    expect((await store.claimRuns(claim("a", t + 2_000)))?.map((r) => r.id)).toEqual(["job-1"]);
+    expect((await store.listExecutors()).find((e) => e.id === "a")?.heartbeatAt).toBe(t + 2_000);
   });
 });
