@@ -294,7 +294,13 @@ export class Queues {
     while (decisions.length < DECISIONS_PER_PASS) {
       const params = [spec.name, now, executorId, now - leaseMs];
       if (policy !== null) params.push(spec.policy, DECISIONS_PER_PASS - decisions.length);
-      const pairs = await db.all<{ run_id: string; executor_id: string; again?: unknown }>(next, params);
+      let pairs = await db.all<{ run_id: string; executor_id: string; again?: unknown }>(next, params);
+      if (pairs.length === 0 && policy !== null) {
+        // The batch decided nothing (runs of several app versions, locality with partition keys,
+        // every run tied with a bound): one decision under the policy's own query, as nextBatch says.
+        const one = await db.all<{ run_id: string; executor_id: string }>(this.nextStatement(spec.policySql), [spec.name, now, executorId, now - leaseMs]);
+        pairs = one.map((pair) => ({ ...pair, again: 1 }));
+      }
       for (const pair of pairs) {
         const runId = String(pair.run_id);
         const target = String(pair.executor_id);
