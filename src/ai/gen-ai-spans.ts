@@ -57,7 +57,10 @@ export function generateSpan(model: LanguageModelV3, params: LanguageModelV3Call
   return {
     spanName: `chat ${model.modelId}`,
     client: true,
-    attributes: requestAttributes(model, params, false),
+    // Read only when a tracer records the span: untraced calls (most) never build them.
+    get attributes() {
+      return requestAttributes(model, params, false);
+    },
     outcome: (outcome) =>
       outcome.ok
         ? answerAttributes({
@@ -76,7 +79,10 @@ export function streamSpan(model: LanguageModelV3, params: LanguageModelV3CallOp
   return {
     spanName: `chat ${model.modelId}`,
     client: true,
-    attributes: requestAttributes(model, params, true),
+    // Read only when a tracer records the span: untraced calls (most) never build them.
+    get attributes() {
+      return requestAttributes(model, params, true);
+    },
     outcome: (outcome) => {
       if (!outcome.ok) return undefined;
       let answer: Answer = { responseModel: undefined, responseId: undefined, inputTokens: undefined, outputTokens: undefined, finishReason: undefined };

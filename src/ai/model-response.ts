@@ -1,5 +1,5 @@
 import type { LanguageModelV3, LanguageModelV3GenerateResult, LanguageModelV3StreamPart } from "@ai-sdk/provider";
-import { randomInt } from "node:crypto";
+import { randomFillSync } from "node:crypto";
 import { encodeValue } from "../store/value/index.js";
 import { redactHeaders } from "./credentials.js";
 import type { ProviderErrorRecord } from "./provider-errors.js";
@@ -34,12 +34,27 @@ export type RecordedPart = LanguageModelV3StreamPart | { type: "error"; error: {
 
 const ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
-/** A response id in the form the AI SDK's own generator makes (`aitxt-` and 24 of [0-9A-Za-z]), without loading `ai`. */
+/**
+ * A response id in the form the AI SDK's own generator makes (`aitxt-` and 24 of [0-9A-Za-z]),
+ * without loading `ai`. Each character from one random byte of a pool refilled 4 KB at a time,
+ * bytes of 248 and above skipped (248 = 4 × 62, so every character stays equally likely): 24
+ * `randomInt` calls, or a `randomBytes` per id, cost more than the rest of the record.
+ */
 export function responseId(): string {
   let id = "aitxt-";
-  for (let i = 0; i < 24; i++) id += ALPHABET[randomInt(ALPHABET.length)];
+  while (id.length < 30) {
+    if (poolAt === pool.length) {
+      randomFillSync(pool);
+      poolAt = 0;
+    }
+    const byte = pool[poolAt++]!;
+    if (byte < 248) id += ALPHABET[byte % ALPHABET.length];
+  }
   return id;
 }
+
+const pool = new Uint8Array(4096);
+let poolAt = pool.length;
 
 export function generateRecord(
   result: LanguageModelV3GenerateResult,

@@ -87,7 +87,11 @@ export class PromptMemo {
       fingerprint = fingerprintOf(prompt);
     } else {
       const resumed = common === this.snapshots.length && common > 0 && this.state !== undefined;
-      state = resumed ? this.state!.copy() : createHash("sha256");
+      // Continued in place: the state after the previous prompt is needed only by a prompt that
+      // extends it, and this one replaces it as the memo's latest. Until it does, the memo has no
+      // state to resume from (were anything below to throw, the next prompt starts afresh).
+      state = resumed ? this.state! : createHash("sha256");
+      this.state = undefined;
       for (let i = resumed ? common : 0; i < prompt.length; i++) {
         state.update(i === 0 ? "[" : ",");
         state.update(elementJson(prompt[i]));
@@ -104,9 +108,17 @@ export class PromptMemo {
   }
 }
 
-/** An element's text inside the prompt's JSON, as `fingerprintOf`'s `JSON.stringify` writes it. */
+/**
+ * An element's text inside the prompt's JSON, as `fingerprintOf`'s `JSON.stringify` writes it. Its
+ * replacer changes only bigints, which `JSON.stringify` without one refuses: so a message without
+ * one is written by the replacer-free (several times faster) path, with the same text.
+ */
 function elementJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) => (typeof v === "bigint" ? `${v}n` : v)) ?? "null";
+  try {
+    return JSON.stringify(value) ?? "null";
+  } catch {
+    return JSON.stringify(value, (_key, v: unknown) => (typeof v === "bigint" ? `${v}n` : v)) ?? "null";
+  }
 }
 
 function snapshotOf(value: unknown, depth: number): Snapshot {

@@ -178,7 +178,13 @@ export function recordedModel<M extends CairnLanguageModel>(run: DurableRun, giv
       let chain: string[] = [];
       let prompt: PromptRecord | undefined;
       // Per attempt, by its record: an attempt abandoned at its timeout may still answer later.
-      const attempts = new WeakMap<GenerateRecord, { body: EncodedBody | undefined; live: { body: unknown } | undefined }>();
+      const attempts = new WeakMap<GenerateRecord, { body: EncodedBody | undefined; live: { body: unknown } | undefined; summary?: CallSummary }>();
+      // The row's summary of a live record, made once for both the row and the run's state.
+      const summaryOf = (record: GenerateRecord): CallSummary => {
+        const attempt = attempts.get(record);
+        if (attempt === undefined) return callSummary(record, false);
+        return (attempt.summary ??= callSummary(record, false));
+      };
       let live: { body: unknown } | undefined;
       let recordedSeq: number | undefined;
       const previous = state.lastPrompt;
@@ -209,10 +215,10 @@ export function recordedModel<M extends CairnLanguageModel>(run: DurableRun, giv
           attempts.set(record, { body, live: requestBody === undefined ? undefined : { body: requestBody } });
           return record;
         },
-        alsoWrite: (outcome, seq) => (outcome.ok && prompt !== undefined ? rows(seq, prompt, callSummary(outcome.value, false), chain) : []),
+        alsoWrite: (outcome, seq) => (outcome.ok && prompt !== undefined ? rows(seq, prompt, summaryOf(outcome.value), chain) : []),
         onRecorded: (result, seq) => {
           recordedSeq = seq;
-          remember(state, seq, callSummary(result, false), params, prompt);
+          remember(state, seq, summaryOf(result), params, prompt);
           const attempt = attempts.get(result);
           attempt?.body?.remember();
           live = attempt?.live;

@@ -103,10 +103,14 @@ async function withTimeout<T>(
  * One attempt's abort signal, made only if the step reads `call.signal`: AbortSignal.any costs
  * ~10 µs per call on Node 20 (and leaves a weak dependant on the run's signal for the GC), more
  * than all the rest of a step's engine work. Aborted when the run stops or the attempt times out.
+ *
+ * The attempt follows the run's signal through `followers`, not a listener of its own: adding and
+ * removing an EventTarget listener per attempt cost more than the rest of a model call's signal
+ * handling (every model call reads its signal, to pass it to the provider).
  */
 class AttemptSignal {
   private controller: AbortController | null = null;
-  private onStop: (() => void) | null = null;
+  private following: Set<AttemptSignal> | null = null;
   private timedOut: { reason: unknown } | null = null;
 
   constructor(private readonly stop: AbortSignal) {}
@@ -118,8 +122,8 @@ class AttemptSignal {
       if (this.timedOut !== null) controller.abort(this.timedOut.reason);
       else if (this.stop.aborted) controller.abort(this.stop.reason);
       else {
-        this.onStop = () => controller.abort(this.stop.reason);
-        this.stop.addEventListener("abort", this.onStop, { once: true });
+        this.following = followersOf(this.stop);
+        this.following.add(this);
       }
     }
     return this.controller.signal;
@@ -130,9 +134,41 @@ class AttemptSignal {
     this.controller?.abort(reason);
   }
 
-  /** The attempt is over: stop listening to the run's signal. */
-  release(): void {
-    if (this.onStop !== null) this.stop.removeEventListener("abort", this.onStop);
-    this.onStop = null;
+  /** The run stopped during the attempt. */
+  stopped(reason: unknown): void {
+    this.following = null;
+    this.controller?.abort(reason);
   }
+
+  /** The attempt is over: stop following the run's signal. */
+  release(): void {
+    this.following?.delete(this);
+    this.following = null;
+  }
+}
+
+/**
+ * The attempts in progress whose signal was read, per run stop signal, and the one listener on
+ * that signal that aborts them: attempts come and go as Set entries, the listener stays.
+ */
+const followers = new WeakMap<AbortSignal, Set<AttemptSignal>>();
+
+function followersOf(stop: AbortSignal): Set<AttemptSignal> {
+  let attempts = followers.get(stop);
+  if (attempts === undefined) {
+    const following = new Set<AttemptSignal>();
+    attempts = following;
+    followers.set(stop, following);
+    stop.addEventListener(
+      "abort",
+      () => {
+        // A copy: aborting one attempt runs its listeners, which may end it (release) meanwhile.
+        const stopping = [...following];
+        following.clear();
+        for (const attempt of stopping) attempt.stopped(stop.reason);
+      },
+      { once: true },
+    );
+  }
+  return attempts;
 }

@@ -19,7 +19,7 @@ export interface Connection {
 }
 
 /** A statement compiled for better-sqlite3: `?` placeholders and which parameter each one takes. */
-interface Compiled {
+export interface Compiled {
   statement: Database.Statement;
   /** null when the `$n` appear once each, in order: the parameters bind as given. */
   order: number[] | null;

@@ -7,6 +7,13 @@ export class Mutex {
     return this.held;
   }
 
+  /** Takes the lock if it is free, at once: true if it was taken. */
+  tryAcquire(): boolean {
+    if (this.held) return false;
+    this.held = true;
+    return true;
+  }
+
   async acquire(): Promise<void> {
     if (!this.held) {
       this.held = true;

@@ -5,7 +5,7 @@ import { UnserializableError } from "../../src/errors.js";
 import { decodeValue, encodeValue, MAX_DEPTH } from "../../src/store/value/index.js";
 
 /**
- * `encodeValue` returns plain data's JSON without copying it first (codec.ts, isPlainJson). The
+ * `encodeValue` returns plain data's JSON without copying it first (codec.ts, plainShape) — and plain data with undefined values by `JSON.stringify` with a replacer that tags them. The
  * journal's texts must not change by a byte: every value encodes as the full walk encodes it, and
  * what the walk refuses is still refused.
  */

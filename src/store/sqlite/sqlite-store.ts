@@ -174,7 +174,8 @@ export class SqliteStore extends SqlStore<null> implements Store {
   }
 
   private async flush(): Promise<void> {
-    await this.lock.acquire();
+    // Free, as it is unless a transactional step holds it: taken without a turn of the microtask queue.
+    if (!this.lock.tryAcquire()) await this.lock.acquire();
     const batch = this.queue;
     this.queue = [];
     this.flushScheduled = false;

@@ -1,6 +1,7 @@
 import type Database from "better-sqlite3";
 import { RunNotFoundError } from "../../errors.js";
-import type { SqliteStatements } from "../connection.js";
+import type { Compiled, SqliteStatements } from "../connection.js";
+import { InsertShapes } from "../insert-shapes.js";
 import type { LayerRegistry } from "../extension.js";
 import { buildRowOp } from "../row-ops.js";
 import { numbered, splitStored } from "../rows.js";
@@ -32,18 +33,22 @@ export class SqliteWrites {
     Statement
   >;
   private messagePosition = 0;
+  private readonly inserts: InsertShapes<Compiled>;
 
   constructor(
     private readonly db: Database.Database,
     private readonly statements: SqliteStatements,
     private readonly layers: LayerRegistry,
-  ) {}
+  ) {
+    this.inserts = new InsertShapes((built) => statements.compiled(built.text));
+  }
 
   /** Prepared after migration, once the tables exist. */
   prepare(): void {
     const db = this.db;
     this.s = {
-      fence: db.prepare("SELECT 1 FROM cairn_runs WHERE id = ? AND executor_id = ? AND status = 'running'"),
+      // Plucked: every commit asks, and a bare value costs no row object.
+      fence: db.prepare("SELECT 1 FROM cairn_runs WHERE id = ? AND executor_id = ? AND status = 'running'").pluck(),
       runExists: db.prepare("SELECT 1 FROM cairn_runs WHERE id = ?"),
       payload: db.prepare("INSERT INTO cairn_payloads (hash, body, size, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (hash) DO NOTHING"),
       // A pending row (a wait that began) is the only row a later write may replace.
@@ -130,7 +135,11 @@ export class SqliteWrites {
       case "completion":
         this.s.completion.run(op.completion, op.runId, op.seq);
         return;
-      case "insert":
+      case "insert": {
+        const { statement, values } = this.inserts.statementFor(op, this.layers.writableTables());
+        statement.statement.run(...(statement.order === null ? values : statement.order.map((i) => values[i])));
+        return;
+      }
       case "update":
       case "delete": {
         const built = buildRowOp(op, this.layers.writableTables());

@@ -34,7 +34,21 @@ interface EncodeContext {
 }
 
 export function encodeValue(value: unknown, where: string): string {
-  return JSON.stringify(toJson(value, newContext(where), "value", 0));
+  if (value === null || typeof value !== "object") return JSON.stringify(toJson(value, newContext(where), "value", 0));
+  const shape = plainShape(value, 0, PLAIN_CHECK_DEPTH);
+  if (shape === PLAIN) return JSON.stringify(value);
+  // Plain but for undefined values (what the AI SDK's messages hold: `providerOptions: undefined`):
+  // JSON.stringify writes the tag where each undefined is, the walk's text without its copy.
+  if (shape === (PLAIN | WITH_UNDEFINED)) return JSON.stringify(value, tagUndefined);
+  const context = newContext(where);
+  return JSON.stringify(withStack(value, context, "value", 0, () => objectToJson(value, context, "value", 0)));
+}
+
+const UNDEFINED_TAG: Json = Object.freeze({ [TAG]: "undefined" });
+
+/** `JSON.stringify`'s replacer for plain data with undefined values: each becomes its tag. */
+function tagUndefined(_key: string, value: unknown): unknown {
+  return value === undefined ? UNDEFINED_TAG : value;
 }
 
 export function decodeValue(text: string): unknown {
@@ -99,47 +113,63 @@ function toJson(value: unknown, context: EncodeContext, path: string, depth: num
   if (value === null) return null;
   // Plain data (most of what steps return, model messages) is its own JSON form: no copy is made of
   // it, and JSON.stringify writes the same text the copy would have given.
-  if (!walkedOnly.has(context) && isPlainJson(value, depth, Math.min(depth + PLAIN_CHECK_DEPTH, MAX_DEPTH))) return value as Json;
+  if (!walkedOnly.has(context) && plainShape(value, depth, Math.min(depth + PLAIN_CHECK_DEPTH, MAX_DEPTH)) === PLAIN) return value as Json;
   return withStack(value as object, context, path, depth, () => objectToJson(value as object, context, path, depth));
 }
 
-/** How deep `isPlainJson` looks before leaving a value to the encoder's own walk. */
+/** How deep `plainShape` looks before leaving a value to the encoder's own walk. */
 const PLAIN_CHECK_DEPTH = 64;
+
+/** `plainShape`'s answers: bits, or NOT_PLAIN. */
+const NOT_PLAIN = 0;
+const PLAIN = 1;
+const WITH_UNDEFINED = 2;
 
 /**
  * Whether `value` is data JSON keeps as it is, so that `JSON.stringify(value)` is exactly the text
- * `toJson` would give: strings, booleans, null, finite numbers other than -0, arrays without holes
- * and plain objects (Object.prototype) with no "$c", "__proto__" or "toJSON" key and no symbol
- * keys, nested less than `stop` deep. Anything else — undefined, -0, a Date, a cycle (it reaches
- * `stop`) — is left to the encoder, which tags or refuses it as before. No allocation but
- * `Object.keys`.
+ * `toJson` would give (PLAIN): strings, booleans, null, finite numbers other than -0, arrays without
+ * holes and plain objects (Object.prototype) with no "$c", "__proto__" or "toJSON" key and no
+ * symbol keys, nested less than `stop` deep. `PLAIN | WITH_UNDEFINED`: the same, with undefined
+ * values among them (each encodes as its tag). Anything else — -0, a Date, a cycle (it reaches
+ * `stop`) — is NOT_PLAIN, left to the encoder, which tags or refuses it as before. No allocation
+ * but `Object.keys`.
  */
-function isPlainJson(value: unknown, depth: number, stop: number): boolean {
+function plainShape(value: unknown, depth: number, stop: number): number {
   switch (typeof value) {
     case "string":
     case "boolean":
-      return true;
+      return PLAIN;
     case "number":
-      return Number.isFinite(value) && !(value === 0 && 1 / value < 0);
+      return Number.isFinite(value) && !(value === 0 && 1 / value < 0) ? PLAIN : NOT_PLAIN;
+    case "undefined":
+      return PLAIN | WITH_UNDEFINED;
     case "object":
       break;
     default:
-      return false;
+      return NOT_PLAIN;
   }
-  if (value === null) return true;
-  if (depth >= stop) return false;
+  if (value === null) return PLAIN;
+  if (depth >= stop) return NOT_PLAIN;
+  let shape = PLAIN;
   const proto = Object.getPrototypeOf(value) as unknown;
   if (proto === Array.prototype) {
     const array = value as unknown[];
-    for (let i = 0; i < array.length; i++) if (!(i in array) || !isPlainJson(array[i], depth + 1, stop)) return false;
-    return true;
+    for (let i = 0; i < array.length; i++) {
+      if (!(i in array)) return NOT_PLAIN;
+      const item = plainShape(array[i], depth + 1, stop);
+      if (item === NOT_PLAIN) return NOT_PLAIN;
+      shape |= item;
+    }
+    return shape;
   }
-  if (proto !== Object.prototype || Object.getOwnPropertySymbols(value).length > 0) return false;
+  if (proto !== Object.prototype || Object.getOwnPropertySymbols(value).length > 0) return NOT_PLAIN;
   for (const key of Object.keys(value)) {
-    if (key === TAG || key === "__proto__" || key === "toJSON") return false;
-    if (!isPlainJson((value as Record<string, unknown>)[key], depth + 1, stop)) return false;
+    if (key === TAG || key === "__proto__" || key === "toJSON") return NOT_PLAIN;
+    const item = plainShape((value as Record<string, unknown>)[key], depth + 1, stop);
+    if (item === NOT_PLAIN) return NOT_PLAIN;
+    shape |= item;
   }
-  return true;
+  return shape;
 }
 
 /** Guards the recursion: cycles and excessive depth are refused before descending. */

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import { UnserializableError } from "../../errors.js";
 import type { StoredValue } from "../store.js";
 import { decodeThrown, decodeValue, describe, encodeThrown, encodeValue } from "./codec.js";
@@ -13,9 +13,12 @@ import { decodeThrown, decodeValue, describe, encodeThrown, encodeValue } from "
 /** Values whose encoded text is longer than this are stored by content address, not inline. */
 export const INLINE_LIMIT = 256;
 
-/** sha256 of the encoded text: the address of a content-addressed payload. */
+/**
+ * sha256 of the encoded text: the address of a content-addressed payload. The one-shot `hash`
+ * (Node ≥ 20.12) makes no Hash object: a third of the cost for the short texts of a journal.
+ */
 export function hashText(text: string): string {
-  return createHash("sha256").update(text).digest("hex");
+  return hash("sha256", text, "hex");
 }
 
 /** Encodes a value for the journal; long values get a content address. */
