@@ -24,7 +24,7 @@ export const CLAIM_SET = `recoveries = recoveries + (CASE WHEN status = 'running
  * judged dead on a heartbeat that has not moved since. Oldest first. `held`: predicates over
  * `cairn_runs` from the layers' `holdsRuns` hooks (extension.ts).
  */
-export function claimable(d: SqlDialect, held: readonly string[] = []): string {
+export function claimable(d: SqlDialect, held: readonly string[] = [], forUpdate = true): string {
   // An enqueued run a layer holds (a queued run waiting for its queue's dispatch) is not ours to take.
   const free = held.length === 0 ? "" : ` AND NOT (${held.map((h) => `(${h})`).join(" OR ")})`;
   return `SELECT id FROM cairn_runs
@@ -36,7 +36,7 @@ export function claimable(d: SqlDialect, held: readonly string[] = []): string {
             SELECT e.id FROM cairn_executors e JOIN ${d.deadExecutorTable("$4")} d
               ON e.id = d.id AND e.heartbeat_at = d.heartbeat_at)
           OR executor_id NOT IN (SELECT id FROM cairn_executors))))
-    ORDER BY created_at LIMIT $5 ${d.forUpdateSkipLocked}`;
+    ${forUpdate ? `ORDER BY created_at LIMIT $5 ${d.forUpdateSkipLocked}` : "LIMIT $5"}`;
 }
 
 export function statements(d: SqlDialect) {

@@ -347,6 +347,30 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
 
   /** `SKIP LOCKED`: executors claiming at the same moment take different runs instead of queueing. */
   async claimRuns(request: ClaimRequest): Promise<RunRow[] | null> {
+    const values = [
+      request.executorId,
+      request.appVersion,
+      request.now,
+      POSTGRES.deadExecutors(request.deadExecutors),
+      request.limit,
+      POSTGRES.list(request.workflows),
+    ];
+    // A look first, which writes nothing: most claims find nothing (every executor woken by a
+    // NOTIFY claims, one gets the run), and the claim's renewal of the claimant's row was a write
+    // whose commit waited for a WAL flush, in every executor at every wake-up. A run that becomes
+    // claimable after the look comes with its own NOTIFY, and the next pass takes it.
+    const [look] = (
+      await retrying(() =>
+        this.pool.query<{ alive: boolean; any: boolean }>({
+          name: "cairn_claim_look",
+          text: `SELECT EXISTS (SELECT 1 FROM cairn_executors WHERE id = $1) AS alive,
+                   EXISTS (${(this.claimableLook ??= claimable(POSTGRES, this.heldRuns(), false))}) AS any`,
+          values,
+        }),
+      )
+    ).rows;
+    if (look?.alive !== true) return null;
+    if (look.any !== true) return [];
     // `me` renews the claimant's row and locks it: a peer removing it waits for this claim, or (if it
     // went first) leaves `me` empty and nothing is claimed. A dead executor's runs are taken only if
     // its heartbeat is still the one it was judged dead by. No row at all: null.
@@ -365,14 +389,7 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
                LEFT JOIN cairn_payloads pi ON pi.hash = c.input_hash
                LEFT JOIN cairn_payloads po ON po.hash = c.output_hash
                ORDER BY c.created_at`,
-        values: [
-          request.executorId,
-          request.appVersion,
-          request.now,
-          POSTGRES.deadExecutors(request.deadExecutors),
-          request.limit,
-          POSTGRES.list(request.workflows),
-        ],
+        values,
       }),
     );
     if (result.rows.length === 0) return null;
@@ -381,6 +398,8 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
 
   /** The claimable runs' query, built once the layers are registered (their `holdsRuns` are in it). */
   private claimable: string | undefined;
+  /** The same, as the look's existence test (no order, no lock). */
+  private claimableLook: string | undefined;
 
   protected async notifyWake(client: PoolClient): Promise<void> {
     await client.query(`NOTIFY ${WAKE_CHANNEL}`);
