@@ -440,11 +440,11 @@ export class Executor implements ExecutionHost {
     if (queues.served().length === 0) return true;
     // The runs it gave us are loaded at once; the ones peers gave us (in another process: those
     // here were poked) are found by `assigned`, read meanwhile.
-    const given = outcome.decisions.filter((decision) => decision.executorId === this.executorId).map((decision) => decision.runId);
+    const given = new Set(outcome.decisions.filter((decision) => decision.executorId === this.executorId).map((decision) => decision.runId));
     const assigned = queues.assigned(this.executorId);
     assigned.catch(() => undefined); // awaited below; a failure must not be unhandled while the given runs load
-    await Promise.all(given.map((id) => this.loadAssigned(id)));
-    const others = (await assigned).filter((id) => !given.includes(id));
+    await Promise.all([...given].map((id) => this.loadAssigned(id)));
+    const others = (await assigned).filter((id) => !given.has(id));
     await Promise.all(others.map((id) => this.loadAssigned(id)));
     return true;
   }
