@@ -56,22 +56,22 @@ BEGIN
   again := 0;
   IF ${runReadySql(d, "$1")} THEN
     IF pg_try_advisory_xact_lock(${QUEUE_LOCK_KEY}, hashtext($1)) THEN
-    FOR r IN ${decide} LOOP
-      run_id := r.run_id;
-      executor_id := r.executor_id;
-      again := r.again;
-      decided := true;
-      IF r.executor_id <> $3 THEN woke := true; END IF;
-      RETURN NEXT;
-    END LOOP;
-    IF decided THEN
-      UPDATE cairn_executors SET heartbeat_at = GREATEST(heartbeat_at, $2) WHERE id = $3;
-      IF NOT FOUND THEN
-        RAISE EXCEPTION 'cairn: executor % is gone (presumed dead by a peer): its dispatch of queue % is rolled back', $3, $1
-          USING ERRCODE = '${FENCED_SQLSTATE}';
+      FOR r IN ${decide} LOOP
+        run_id := r.run_id;
+        executor_id := r.executor_id;
+        again := r.again;
+        decided := true;
+        IF r.executor_id <> $3 THEN woke := true; END IF;
+        RETURN NEXT;
+      END LOOP;
+      IF decided THEN
+        UPDATE cairn_executors SET heartbeat_at = GREATEST(heartbeat_at, $2) WHERE id = $3;
+        IF NOT FOUND THEN
+          RAISE EXCEPTION 'cairn: executor % is gone (presumed dead by a peer): its dispatch of queue % is rolled back', $3, $1
+            USING ERRCODE = '${FENCED_SQLSTATE}';
+        END IF;
       END IF;
-    END IF;
-    IF woke THEN PERFORM pg_notify('${WAKE_CHANNEL}', ''); END IF;
+      IF woke THEN PERFORM pg_notify('${WAKE_CHANNEL}', ''); END IF;
     END IF;
   END IF;
   run_id := NULL;

@@ -106,6 +106,7 @@ describe.each(BACKENDS)("a database from before layers, on $name", (backend) => 
       "core 5 executor-capacity",
       "cron 1 schedules",
       "queues 1 queues",
+      "queues 2 delayed starts by time",
       "supervision 1 supervision",
       "telemetry 1 trace contexts",
     ]);
