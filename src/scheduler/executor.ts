@@ -413,8 +413,12 @@ export class Executor implements ExecutionHost {
         }
         // Only if each still has the heartbeat it was judged by: one that woke up meanwhile keeps its row.
         if (dead.length > 0) await this.store.removeDeadExecutors(dead);
-        const next = await this.store.nextWakeAt(this.options.recoverAllVersions ? null : this.options.appVersion);
-        if (next !== null) this.wakeAt(next);
+        // A pass that only dispatched leaves the timers as they were: a run that went to sleep here
+        // armed its own (RunLifecycle), and any claiming pass reads the earliest wake-up again.
+        if (claiming || dead.length > 0) {
+          const next = await this.store.nextWakeAt(this.options.recoverAllVersions ? null : this.options.appVersion);
+          if (next !== null) this.wakeAt(next);
+        }
       } while (this.claimAgain && this.started && !once);
     } catch (error) {
       if (this.started) this.options.onError(error);
