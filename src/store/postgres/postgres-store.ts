@@ -23,6 +23,7 @@ import type {
 } from "../store.js";
 import { classifyStoreError, isConstraintError, isRetryableStoreError } from "../store-errors.js";
 import { postgresOperatorQuery } from "./postgres-operator-query.js";
+import { HeldClient } from "./held-client.js";
 import { PostgresSession } from "./postgres-session.js";
 import { PostgresWrites, WAKE_CHANNEL } from "./postgres-writes.js";
 
@@ -104,6 +105,8 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
     // An idle pooled connection that breaks (a server restart) is discarded by the pool and the
     // next checkout opens a new one; without a listener the 'error' event would kill the process.
     this.pool.on("error", () => undefined);
+    this.writer = new HeldClient(this.pool);
+    this.layerClient = new HeldClient(this.pool);
     this.session = new PostgresSession(url, TYPES);
     this.poolConnection = postgresConnection(this.pool);
   }
@@ -181,7 +184,8 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
   async close(): Promise<void> {
     const closing = (async () => {
       while (this.flushing !== null) await this.flushing;
-      this.dropWriter();
+      this.writer.release();
+      this.layerClient.release();
       await this.session.close();
       await this.pool.end();
     })();
@@ -463,43 +467,22 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
     this.session.onWake(listener);
   }
 
-  /**
-   * Runs a one-statement flush on the writer: a connection held for the store's lifetime, since only
-   * one flush is in flight at a time, which saves the pool checkout on every step. A connection
-   * that fails is dropped and the next flush takes a new one.
-   */
-  private async onWriter<T>(fn: (client: PoolClient) => Promise<T>): Promise<T> {
-    if (this.writer === null) {
-      const client = await this.pool.connect();
-      // A writer whose socket breaks while idle is released to the pool as broken (which destroys
-      // it and frees its slot) — merely forgetting it would leak one pool slot per dropped connection.
-      client.on("error", (error) => {
-        if (this.writer === client) this.dropWriter(error);
-      });
-      this.writer = client;
-    }
-    const writer = this.writer;
-    try {
-      return await fn(writer);
-    } catch (error) {
-      // A statement's own error (constraint, data) leaves the connection usable. Anything else —
-      // no SQLSTATE, or a connection/shutdown SQLSTATE such as 57P01 from pg_terminate_backend —
-      // means the session is gone or going: destroy it; the next flush checks out a new one.
-      const kind = classifyStoreError(error);
-      const statementError = kind.code !== undefined && !kind.transient;
-      if (!statementError && this.writer === writer) this.dropWriter(error instanceof Error ? error : new Error(String(error)));
-      throw error;
-    }
+  /** Runs a one-statement flush on the writer (HeldClient: only one flush is in flight at a time). */
+  private onWriter<T>(fn: (client: PoolClient) => Promise<T>): Promise<T> {
+    return this.writer.use(fn);
   }
 
-  private writer: PoolClient | null = null;
+  /** The group commit's connection. */
+  private readonly writer: HeldClient;
+  /** The layers' writing statements' connection (see execute). */
+  private readonly layerClient: HeldClient;
 
-  /** Gives the writer back to the pool: healthy (shutdown), or broken so the pool destroys it. */
-  private dropWriter(broken?: Error): void {
-    const writer = this.writer;
-    if (writer === null) return;
-    this.writer = null;
-    writer.release(broken);
+  /**
+   * On a connection of their own (HeldClient): the scheduler's dispatch function is compiled and
+   * planned once in that session, not again in each pooled one a call lands on.
+   */
+  override execute<Row = Record<string, unknown>>(statement: Statement, params: readonly unknown[]): Promise<Row[]> {
+    return this.layerClient.use((client) => postgresConnection(client).all<Row>(statement, params));
   }
 
   operatorQuery(sql: string, options: OperatorQueryOptions = {}): Promise<QueryResult> {
