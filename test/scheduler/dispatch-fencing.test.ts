@@ -44,7 +44,11 @@ describe.each(BACKENDS)("dispatch fenced by the executor's row on $name", (backe
     expect((await store.getRun("queued-1"))?.status).toBe("enqueued");
   });
 
-  it("a dispatch by a removed id decides nothing, even for a live peer with room; the peer's own takes the run", async () => {
+  /**
+   * A run queued on "q", and a registered executor "live" (another host) serving it through a
+   * dispatcher of its own, as another process would have.
+   */
+  async function queuedRunAndLivePeer() {
     const db = await env.database();
     const cairn = env.cairn(db);
     cairn.queue("q");
@@ -63,10 +67,14 @@ describe.each(BACKENDS)("dispatch fenced by the executor's row on $name", (backe
       heartbeatAt: t,
       capacity: 4,
     });
-    // A second dispatcher of the same queue, as another process has: it serves "q" as "live".
     const queues = new Queues(store);
     queues.declare("q");
     expect(await queues.register("live", t)).toBe(true);
+    return { db, store, queues, t };
+  }
+
+  it("a dispatch by a removed id decides nothing, even for a live peer with room; the peer's own takes the run", async () => {
+    const { store, queues, t } = await queuedRunAndLivePeer();
 
     // "ghost" has no row: on PostgreSQL its dispatch function decides for "live", then finds its
     // own row gone and rolls the decision back; on SQLite the claim transaction refuses at once.
@@ -83,27 +91,7 @@ describe.each(BACKENDS)("dispatch fenced by the executor's row on $name", (backe
   // PostgreSQL: dispatchers of a queue take turns on its advisory lock; one that finds it held
   // does not wait behind it (the holder passes again after every wake-up), and decides once it is free.
   it.skipIf(backend.name !== "postgres")("a dispatch that finds the queue's lock held returns at once, deciding nothing", async () => {
-    const db = await env.database();
-    const cairn = env.cairn(db);
-    cairn.queue("q");
-    const job = cairn.workflow("job", async () => 1);
-    await job.enqueue("q", undefined, { id: "queued-1" });
-    const store = storeOf(cairn);
-    const t = Date.now();
-    await store.registerExecutor({
-      id: "live",
-      hostname: "elsewhere.invalid",
-      pid: 1,
-      backendPid: null,
-      pidNamespace: null,
-      appVersion: "default",
-      startedAt: t,
-      heartbeatAt: t,
-      capacity: 4,
-    });
-    const queues = new Queues(store);
-    queues.declare("q");
-    await queues.register("live", t);
+    const { db, store, queues, t } = await queuedRunAndLivePeer();
     const holder = new pg.Client({ connectionString: db });
     await holder.connect();
     try {
