@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { storeOf } from "../../src/internal.js";
+import type { ExecutorRow } from "../../src/store/store.js";
 import pg from "pg";
 import { QUEUE_LOCK_KEY } from "../../src/scheduler/dispatch-sql.js";
 import { Queues } from "../../src/scheduler/queues.js";
@@ -11,6 +12,19 @@ import { cairnFactory } from "../harness.js";
 // dispatcher whose row is gone decides nothing: no run moves, no decision is recorded.
 describe.each(BACKENDS)("dispatch fenced by the executor's row on $name", (backend) => {
   const env = cairnFactory(backend);
+
+  /** An executor on another host (no pid can decide its life), registered at `t` with room for 4. */
+  const liveExecutor = (t: number): ExecutorRow => ({
+    id: "live",
+    hostname: "elsewhere.invalid",
+    pid: 1,
+    backendPid: null,
+    pidNamespace: null,
+    appVersion: "default",
+    startedAt: t,
+    heartbeatAt: t,
+    capacity: 4,
+  });
 
   it("claimWith runs nothing under a removed id, and renews the heartbeat of a registered one", async () => {
     const db = await env.database();
@@ -24,17 +38,7 @@ describe.each(BACKENDS)("dispatch fenced by the executor's row on $name", (backe
     expect(await store.claimWith("ghost", t, async () => (ran = true))).toBeNull();
     expect(ran).toBe(false);
 
-    await store.registerExecutor({
-      id: "live",
-      hostname: "elsewhere.invalid",
-      pid: 1,
-      backendPid: null,
-      pidNamespace: null,
-      appVersion: "default",
-      startedAt: t,
-      heartbeatAt: t,
-      capacity: 4,
-    });
+    await store.registerExecutor(liveExecutor(t));
     expect(await store.claimWith("live", t + 1_000, async (sql) => sql.all({ text: "SELECT 1 AS one" }, []))).toEqual([{ one: 1 }]);
     expect((await store.listExecutors()).find((e) => e.id === "live")).toMatchObject({ heartbeatAt: t + 1_000, capacity: 4 });
 
@@ -56,17 +60,7 @@ describe.each(BACKENDS)("dispatch fenced by the executor's row on $name", (backe
     await job.enqueue("q", undefined, { id: "queued-1" });
     const store = storeOf(cairn);
     const t = Date.now();
-    await store.registerExecutor({
-      id: "live",
-      hostname: "elsewhere.invalid",
-      pid: 1,
-      backendPid: null,
-      pidNamespace: null,
-      appVersion: "default",
-      startedAt: t,
-      heartbeatAt: t,
-      capacity: 4,
-    });
+    await store.registerExecutor(liveExecutor(t));
     const queues = new Queues(store);
     queues.declare("q");
     expect(await queues.register("live", t)).toBe(true);
