@@ -14,7 +14,15 @@ describe.each(BACKENDS)("OpenTelemetry spans on $name", (backend) => {
   it("a workflow's steps and its child run form one trace: start → run → steps, child → the child's run", async () => {
     const { provider, spans } = otel.local();
     const cairn = env.cairn(await env.database(), { tracerProvider: provider });
-    const leaf = cairn.workflow("leaf", async (ctx, n: number) => ctx.step("square", () => n * n));
+    // The child finishes only once its parent's first load has ended suspended on it: otherwise a
+    // fast child ends before the parent waits, and the parent never suspends (one load, not two).
+    const parentSuspended = () => eventually(() => spans().named("run parent").length === 1);
+    const leaf = cairn.workflow("leaf", async (ctx, n: number) =>
+      ctx.step("square", async () => {
+        await parentSuspended();
+        return n * n;
+      }),
+    );
     let tries = 0;
     const parent = cairn.workflow("parent", async (ctx, n: number) => {
       const a = await ctx.step("a", () => n + 1);
