@@ -81,9 +81,13 @@ main(process.argv.slice(2)).then(
 
 /**
  * Sets the exit code and lets the event loop drain, so piped output is flushed. Should something
- * still hold the loop open (a database pool that failed to close), the process exits anyway.
+ * still hold the loop open (a database pool that failed to close), the process exits anyway, 2 s
+ * after the output has reached the reader: writes to a pipe are asynchronous, and a timer armed at
+ * once cut a slow reader's long listing short (`cairn show` of a 140,000-step run read by a busy
+ * parent: nothing, or the journal up to some seq, and exit code 0).
  */
 function exit(code: number): void {
   process.exitCode = code;
-  setTimeout(() => process.exit(code), 2000).unref();
+  // A write's callback runs once every write before it has been flushed.
+  process.stdout.write("", () => setTimeout(() => process.exit(code), 2000).unref());
 }

@@ -65,7 +65,8 @@ describe.each(BACKENDS)("cairn approvals/approve/deny/why on $name", (backend) =
     return Number(rows[0]!.seq);
   }
 
-  it("lists a pending approval, approves it from the CLI, and the run finishes", async () => {
+  // Twelve CLI processes, each a Node start: past a minute on a loaded machine.
+  it("lists a pending approval, approves it from the CLI, and the run finishes", { timeout: 180_000 }, async () => {
     const { db, cairn, refunds, deskWorkflow } = await desk();
     const run = await deskWorkflow.start(42, { id: "desk-42" });
     const toolCallId = await pendingToolCallId(cairn, "ticket-42");

@@ -9,7 +9,9 @@ describe.each(BACKENDS)("SIGKILL during durable waits on $name", (backend) => {
   const workers = workerFactory();
 
   it("killed while sleeping: the restart sleeps only the remainder, and nothing before the sleep runs again", async () => {
-    const napMs = 500;
+    // Long enough that the remainder (at most half of it) plus a restart under a loaded machine's
+    // delays stays far below a whole nap: at 500 ms a slow claim and replay crossed the line.
+    const napMs = 2_000;
     const db = await env.database();
     const ledger = workers.ledger();
     const first = workers.spawn({ database: db, ledger, start: [{ workflow: "sleeper", id: "nap", input: { napMs } }] });

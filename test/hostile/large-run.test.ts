@@ -1,9 +1,8 @@
 import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import Database from "better-sqlite3";
-import pg from "pg";
 import { describe, expect, it } from "vitest";
-import { BACKENDS, type Backend } from "../backends.js";
+import { BACKENDS } from "../backends.js";
+import { growJournal } from "../cli/long-journal.js";
 import { cairnFactory } from "../harness.js";
 
 const STEPS = 140_000;
@@ -20,22 +19,6 @@ function bigCli(args: string[]): Promise<{ code: number; stdout: string; stderr:
   });
 }
 
-/** Grows run r1's journal to 140,000 entries with one statement (the engine would take minutes). */
-async function grow(backend: Backend, database: string): Promise<void> {
-  const insert = `INSERT INTO cairn_steps (run_id, seq, name, kind, status, output, started_at, finished_at, attempts)
-    SELECT 'r1', n, 'step ' || n, 'step', 'succeeded', '{"v":' || n || '}', 1000, 1001, 1 FROM series WHERE n > 0`;
-  if (backend.name === "sqlite") {
-    const db = new Database(database);
-    db.exec(`WITH RECURSIVE series(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM series WHERE n < ${STEPS - 1}) ${insert}`);
-    db.close();
-  } else {
-    const client = new pg.Client({ connectionString: database });
-    await client.connect();
-    await client.query(`WITH series(n) AS (SELECT generate_series(1, ${STEPS - 1})) ${insert}`);
-    await client.end();
-  }
-}
-
 describe.each(BACKENDS)("cairn show of a 140,000-step run on $name", (backend) => {
   const env = cairnFactory(backend);
 
@@ -46,7 +29,7 @@ describe.each(BACKENDS)("cairn show of a 140,000-step run on $name", (backend) =
     await cairn.launch();
     await (await one.start(undefined, { id: "r1" })).result();
     await cairn.shutdown();
-    await grow(backend, database);
+    await growJournal(backend, database, "r1", STEPS);
 
     let started = Date.now();
     const page = await bigCli(["show", "r1", "--database", database]);
