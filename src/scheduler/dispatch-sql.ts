@@ -34,7 +34,21 @@ const NOT_BY_QUEUE_INDEX = `t.queue || '' = $1`;
  */
 const SHORTLIST = 100;
 
-export function candidatesSql(d: SqlDialect): string {
+/**
+ * How a statement draws its shortlist: how many of the oldest waiting runs (an SQL expression),
+ * and in which order. Every statement but one reads the SHORTLIST oldest by priority and age; the
+ * batch read on SQLite (`nextBatch`) reads only as many as it can decide plus one, in an order
+ * without ties (see batchSql, `sized`).
+ */
+interface Shortlist {
+  limit: string;
+  order: (x: string) => string;
+}
+
+const FIXED_SHORTLIST: Shortlist = { limit: String(SHORTLIST), order: (x) => `${x}.priority, ${x}.enqueued_at` };
+const SIZED_SHORTLIST: Shortlist = { limit: "(SELECT n + 1 FROM room)", order: (x) => `${x}.priority, ${x}.enqueued_at, ${x}.run_id` };
+
+export function candidatesSql(d: SqlDialect, shortlist: Shortlist = FIXED_SHORTLIST): string {
   const now = d.bigint("$2");
   const waiting = (x: string) =>
     `${x}.queue = $1 AND ${x}.dispatched_at IS NULL AND (${x}.not_before IS NULL OR ${x}.not_before <= ${now})
@@ -47,12 +61,12 @@ keys(k) AS (
   FROM keys WHERE keys.k IS NOT NULL),
 oldest AS (
   SELECT x.run_id, x.priority, x.enqueued_at FROM cairn_queue_runs x WHERE ${waiting("x")}
-    ORDER BY x.priority, x.enqueued_at LIMIT ${SHORTLIST}),
+    ORDER BY ${shortlist.order("x")} LIMIT ${shortlist.limit}),
 shortlist AS (
   SELECT run_id FROM oldest
   UNION
   SELECT (SELECT x.run_id FROM cairn_queue_runs x WHERE ${waiting("x")} AND x.partition_key = keys.k
-    ORDER BY x.priority, x.enqueued_at LIMIT 1) FROM keys WHERE keys.k IS NOT NULL),
+    ORDER BY ${shortlist.order("x")} LIMIT 1) FROM keys WHERE keys.k IS NOT NULL),
 active AS MATERIALIZED (
   SELECT t.run_id, t.partition_key, r.executor_id, r.status FROM cairn_runs r
   JOIN cairn_queue_runs t ON t.run_id = r.id
@@ -148,22 +162,48 @@ FROM take WHERE t.run_id = take.id RETURNING t.run_id, t.executor_id`,
  */
 export type BatchPolicy = "fifo" | "least_loaded" | "locality";
 
-function batchSql(d: SqlDialect, policy: BatchPolicy, policySql: string, fallback: boolean): string {
+function batchSql(d: SqlDialect, policy: BatchPolicy, policySql: string, fallback: boolean, sized = false): string {
   const now = d.bigint("$2");
   const most = d.bigint("$6");
-  const before = (b: string) =>
-    `(e.priority < ${b}.bp OR (e.priority = ${b}.bp AND (e.share < ${b}.bs OR (e.share = ${b}.bs AND e.enqueued_at < ${b}.be))))`;
+  // Sized (SQLite): run_id breaks the ties of the shortlist's order, so a bound is one run, not
+  // every run of its millisecond (see `room` below).
+  const sameAge = (b: string) => (sized ? `(e.enqueued_at < ${b}.be OR (e.enqueued_at = ${b}.be AND e.run_id < ${b}.br))` : `e.enqueued_at < ${b}.be`);
+  const before = (b: string) => `(e.priority < ${b}.bp OR (e.priority = ${b}.bp AND (e.share < ${b}.bs OR (e.share = ${b}.bs AND ${sameAge(b)}))))`;
   const slotOrder = policy === "fifo" ? "w.is_self DESC, w.executor_id, s.j" : "w.capacity - w.in_use - s.j DESC, w.executor_id, s.j";
   const runFilter = policy === "locality" ? "WHERE wait_ms >= (SELECT locality_wait_ms FROM q)" : "";
   const localityGuard = policy === "locality" ? "AND NOT EXISTS (SELECT 1 FROM ready WHERE partition_key IS NOT NULL)" : "";
-  return `${candidatesSql(d)},
-seq(j) AS (SELECT 1 UNION ALL SELECT j + 1 FROM seq WHERE j < ${most}),
+  const concLeft = `CASE WHEN q.concurrency IS NULL THEN ${most} ELSE q.concurrency - (SELECT COUNT(*) FROM active) END`;
+  const rateLeft = `CASE WHEN q.rate_limit IS NULL THEN ${most} ELSE q.rate_limit - (SELECT COUNT(*) FROM cairn_queue_runs d
+      WHERE d.queue = $1 AND d.dispatched_at > ${now} - q.rate_period_ms AND d.policy <> 'cancelled') END`;
+  // Sized: `room` is how many decisions this statement can make at most — the free slots of every
+  // live executor serving the queue (capacity and workerConcurrency), the global concurrency and
+  // rate limit left, and $6 — and the shortlist holds that many oldest runs plus one (the bound).
+  // Every bound stays exact for a shortlist of any length (see above); a shorter one only means
+  // fewer rows to number and sort: a pass that can fill 16 slots read 100 runs before (the cost of
+  // the statement grew with the shortlist: 5.8M instructions at 100, 1.8M at 17, on SQLite).
+  // A batch that filled `capacity` says so (`again` 0): nothing more can be decided now.
+  const slotsOf = (w: string) =>
+    `CASE WHEN q.worker_concurrency IS NULL OR q.worker_concurrency - ${w}.queue_in_use > ${w}.capacity - ${w}.in_use
+      THEN ${w}.capacity - ${w}.in_use ELSE q.worker_concurrency - ${w}.queue_in_use END`;
+  // Each term once, materialized: flattened, SQLite copied the counts into every branch of the CASE.
+  const room = sized
+    ? `
+room_left AS MATERIALIZED (
+  SELECT ${concLeft} AS c, ${rateLeft} AS r,
+    (SELECT COALESCE(SUM(CASE WHEN ${slotsOf("w")} > 0 THEN ${slotsOf("w")} ELSE 0 END), 0) FROM workers w) AS s
+  FROM q),
+room AS MATERIALIZED (
+  SELECT capacity, CASE WHEN capacity > ${most} THEN ${most} ELSE capacity END AS n FROM (
+    SELECT CASE WHEN c <= 0 OR r <= 0 OR s <= 0 THEN 0 WHEN c <= r AND c <= s THEN c WHEN r <= s THEN r ELSE s END AS capacity
+    FROM room_left) x),`
+    : "";
+  return `${candidatesSql(d, sized ? SIZED_SHORTLIST : FIXED_SHORTLIST)},${room}
+seq(j) AS (SELECT 1 UNION ALL SELECT j + 1 FROM seq WHERE j < ${sized ? "(SELECT n FROM room)" : most}),
 lim AS (
   SELECT q.partition_concurrency AS pc,
-    CASE WHEN q.concurrency IS NULL THEN ${most} ELSE q.concurrency - (SELECT COUNT(*) FROM active) END AS conc_left,
-    CASE WHEN q.rate_limit IS NULL THEN ${most} ELSE q.rate_limit - (SELECT COUNT(*) FROM cairn_queue_runs d
-      WHERE d.queue = $1 AND d.dispatched_at > ${now} - q.rate_period_ms AND d.policy <> 'cancelled') END AS rate_left,
-    CASE WHEN (SELECT COUNT(*) FROM oldest) >= ${SHORTLIST} THEN 1 ELSE 0 END AS full_list
+    ${sized ? "(SELECT c FROM room_left)" : concLeft} AS conc_left,
+    ${sized ? "(SELECT r FROM room_left)" : rateLeft} AS rate_left,
+    CASE WHEN (SELECT COUNT(*) FROM oldest) >= ${sized ? "(SELECT n + 1 FROM room)" : SHORTLIST} THEN 1 ELSE 0 END AS full_list
   FROM q),
 batchable AS (
   SELECT 1 AS ok WHERE (SELECT COUNT(DISTINCT v.app_version) FROM
@@ -174,11 +214,11 @@ ranked AS (
       ELSE partition_running + ROW_NUMBER() OVER (PARTITION BY partition_key ORDER BY priority, enqueued_at, run_id) - 1 END AS share
   FROM ready ${runFilter}),
 bounds AS MATERIALIZED (
-  SELECT * FROM (SELECT priority AS bp, 0 AS bs, enqueued_at AS be FROM oldest ORDER BY priority DESC, enqueued_at DESC LIMIT 1) last_oldest
+  SELECT * FROM (SELECT priority AS bp, 0 AS bs, enqueued_at AS be${sized ? ", run_id AS br" : ""} FROM oldest ORDER BY priority DESC, enqueued_at DESC${sized ? ", run_id DESC" : ""} LIMIT 1) last_oldest
   WHERE EXISTS (SELECT 1 FROM cairn_queue_runs n WHERE n.queue = $1 AND n.dispatched_at IS NULL AND n.partition_key IS NULL)
   UNION ALL
-  SELECT priority, share + 1, enqueued_at FROM (
-    SELECT priority, share, enqueued_at, ROW_NUMBER() OVER (PARTITION BY partition_key ORDER BY share DESC) AS k
+  SELECT priority, share + 1, enqueued_at${sized ? ", run_id" : ""} FROM (
+    SELECT priority, share, enqueued_at${sized ? ", run_id" : ""}, ROW_NUMBER() OVER (PARTITION BY partition_key ORDER BY share DESC) AS k
     FROM ranked WHERE partition_key IS NOT NULL) last_of_key WHERE k = 1),
 eligible AS (
   SELECT e.run_id, e.priority, e.share, e.enqueued_at FROM ranked e, lim
@@ -194,7 +234,7 @@ paired AS (
   SELECT o.run_id, sl.executor_id, o.eligible_count, lim.full_list FROM ordered o JOIN slots sl ON sl.n = o.n, lim
   WHERE EXISTS (SELECT 1 FROM batchable) AND o.n <= ${most} AND o.n <= lim.conc_left AND o.n <= lim.rate_left),
 pick AS (
-  SELECT run_id, executor_id, CASE WHEN COUNT(*) OVER () < eligible_count THEN 0 ELSE full_list END AS again
+  SELECT run_id, executor_id, CASE WHEN COUNT(*) OVER () < eligible_count${sized ? " OR COUNT(*) OVER () >= (SELECT capacity FROM room)" : ""} THEN 0 ELSE full_list END AS again
   FROM paired${
     fallback
       ? `
@@ -212,7 +252,7 @@ pick AS (
  * inside this one the fallback sorted every candidate at each dispatch (a sixth of its work).
  */
 export function nextBatch(d: SqlDialect, policy: BatchPolicy, policySql: string): Statement {
-  return { text: `${batchSql(d, policy, policySql, false)}\nSELECT run_id, executor_id, again, ${d.text("$5")} AS policy FROM pick` };
+  return { text: `${batchSql(d, policy, policySql, false, true)}\nSELECT run_id, executor_id, again, ${d.text("$5")} AS policy FROM pick` };
 }
 
 /** PostgreSQL: the decisions of {@link batchSql}, taken and recorded in the same statement. */
