@@ -207,6 +207,14 @@ export class Executor implements ExecutionHost {
     this.load(run, []);
   }
 
+  /**
+   * Whether this executor is executing the run now: it cannot end without `released` hearing of it
+   * (and telling `onRunChange`'s listeners).
+   */
+  executing(runId: string): boolean {
+    return this.executions.get(runId)?.stopped === false;
+  }
+
   /** A run owned here that is not loaded (a store error cut its load short): load it on the next poll. */
   reloadLater(runId: string): void {
     if (!this.reloads.has(runId)) this.reloads.set(runId, 0);

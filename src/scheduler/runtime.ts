@@ -306,36 +306,37 @@ export class CairnRuntime implements WorkflowHost, RunHost {
     const stored = toStored(input, `input of workflow "${workflow}"`);
     const now = this.clock.now();
     const owned = this.executor.running;
-    await this.storeInstance.commit(null, [
-      {
-        type: "run",
-        run: {
-          id,
-          workflow,
-          status: owned ? "running" : "enqueued",
-          input: stored,
-          parentId: null,
-          parentSeq: null,
-          rootId: id,
-          appVersion: this.appVersion,
-          executorId: owned ? this.executor.executorId : null,
-          deadlineAt: timeoutMs === undefined ? null : now + timeoutMs,
-          createdAt: now,
-          forkedFrom: null,
-          forkedFromSeq: null,
-        },
-      },
-      // The caller's trace context, kept with the run (a second start of the same id keeps the first's).
-      ...(this.tracing?.starting(id, workflow) ?? []),
-    ]);
-    let row: RunRow | undefined;
+    let rows: Map<string, RunRow>;
     try {
-      row = await this.storeInstance.getRun(id);
+      rows = await this.storeInstance.commitRuns([
+        {
+          type: "run",
+          run: {
+            id,
+            workflow,
+            status: owned ? "running" : "enqueued",
+            input: stored,
+            parentId: null,
+            parentSeq: null,
+            rootId: id,
+            appVersion: this.appVersion,
+            executorId: owned ? this.executor.executorId : null,
+            deadlineAt: timeoutMs === undefined ? null : now + timeoutMs,
+            createdAt: now,
+            forkedFrom: null,
+            forkedFromSeq: null,
+          },
+        },
+        // The caller's trace context, kept with the run (a second start of the same id keeps the first's).
+        ...(this.tracing?.starting(id, workflow) ?? []),
+      ]);
     } catch (error) {
-      // The run may be ours and running, but not started here: the executor loads it on its next poll.
+      // The run may be ours and running (a commit whose answer was lost, or a read-back that failed),
+      // but not started here: the executor loads it on its next poll, or finds it absent.
       if (owned) this.executor.reloadLater(id);
       throw error;
     }
+    const row = rows.get(id);
     if (row === undefined) throw new CairnError(`run ${id} vanished right after it was created`);
     if (row.workflow !== workflow) {
       throw new InvalidSpecError("id", id, `that run id already belongs to a run of workflow "${row.workflow}"`);
@@ -348,7 +349,8 @@ export class CairnRuntime implements WorkflowHost, RunHost {
 
   /**
    * `workflow.startMany`: every new run in one commit (the store writes them as one statement where
-   * it can), then one read of their rows. Semantics item by item as `startRun`'s.
+   * it can), which returns their rows (read back on SQLite; on PostgreSQL the insert says which it
+   * created). Semantics item by item as `startRun`'s.
    */
   async startRuns(workflow: string, runs: readonly { id: string; input: unknown; timeoutMs: number | undefined }[]): Promise<RunHandle[]> {
     if (runs.length === 0) return [];
@@ -384,15 +386,13 @@ export class CairnRuntime implements WorkflowHost, RunHost {
       tracing.push(...(this.tracing?.starting(r.id, workflow) ?? []));
     });
     // Runs first, then their trace contexts: the runs-only batch is what the store writes in one statement.
-    await this.storeInstance.commit(null, [...ops, ...tracing]);
-    let rows: RunRow[];
+    let byId: Map<string, RunRow>;
     try {
-      rows = await this.storeInstance.getRuns([...seen]);
+      byId = await this.storeInstance.commitRuns([...ops, ...tracing]);
     } catch (error) {
       if (owned) for (const id of seen) this.executor.reloadLater(id);
       throw error;
     }
-    const byId = new Map(rows.map((row) => [row.id, row]));
     for (const id of seen) {
       const row = byId.get(id);
       if (row === undefined) throw new CairnError(`run ${id} vanished right after it was created`);
@@ -518,9 +518,11 @@ export class CairnRuntime implements WorkflowHost, RunHost {
       const unwatch = this.waiters.watch(runId, wake);
       let timer: NodeJS.Timeout | undefined;
       try {
+        // A run executing here ends through the executor, which wakes us with its final row: nothing
+        // to read before then (a start's result() used to read the run it had just created).
         // A caller waiting for the end must not hear of a database outage the run itself survives.
-        const run = await this.patiently(() => this.mustGetRun(runId), deadline);
-        if (TERMINAL_STATUSES.includes(run.status)) return run;
+        const run = this.executor.executing(runId) ? null : await this.patiently(() => this.mustGetRun(runId), deadline);
+        if (run !== null && TERMINAL_STATUSES.includes(run.status)) return run;
         if (Date.now() >= deadline) throw new TimeoutError(`run ${runId} did not finish within ${options.timeoutMs} ms`, { runId });
         const timeUp =
           deadline === Infinity ? null : new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), deadline - Date.now())));

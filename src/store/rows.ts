@@ -1,5 +1,5 @@
 import { toPositional } from "./connection.js";
-import type { ExecutorRow, RunRow, RunStatus, StepKind, StepRow, StepStatus } from "./store.js";
+import type { ExecutorRow, NewRun, RunRow, RunStatus, StepKind, StepRow, StepStatus } from "./store.js";
 
 /**
  * Raw rows to typed rows. Both backends return the same column names (the schema is shared), so
@@ -34,6 +34,32 @@ export function toRunRow(raw: Raw): RunRow {
     recoveryBase: num(raw.recovery_base ?? 0),
     forkedFrom: strOrNull(raw.forked_from),
     forkedFromSeq: numOrNull(raw.forked_from_seq),
+  };
+}
+
+/** The row a run's insert wrote: what a read right after it would return, without the read. */
+export function createdRunRow(run: NewRun): RunRow {
+  return {
+    id: run.id,
+    workflow: run.workflow,
+    status: run.status,
+    input: run.input.text,
+    output: null,
+    error: null,
+    parentId: run.parentId,
+    parentSeq: run.parentSeq,
+    rootId: run.rootId,
+    appVersion: run.appVersion,
+    executorId: run.executorId,
+    wakeAt: null,
+    deadlineAt: run.deadlineAt,
+    createdAt: run.createdAt,
+    updatedAt: run.createdAt,
+    finishedAt: null,
+    recoveries: 0,
+    recoveryBase: 0,
+    forkedFrom: run.forkedFrom,
+    forkedFromSeq: run.forkedFromSeq,
   };
 }
 

@@ -32,6 +32,7 @@ import type {
   SelectRequest,
   StepRecord,
   StepRow,
+  WriteOp,
 } from "./store.js";
 
 type Raw = Record<string, unknown>;
@@ -78,6 +79,20 @@ export abstract class SqlStore<Tx> {
    * waits for the transactions that wrote one; SQLite: nothing, its one writer is this transaction).
    */
   protected abstract lockPayloads(tx: Tx): Promise<void>;
+
+  abstract commit(fence: Fence | null, ops: WriteOp[]): Promise<void>;
+
+  /** `Store.commitRuns`: the commit, then one read of the runs' rows (PostgreSQL overrides it without the read). */
+  async commitRuns(ops: WriteOp[]): Promise<Map<string, RunRow>> {
+    await this.commit(null, ops);
+    return this.runsById(runIdsOf(ops));
+  }
+
+  /** The rows of the runs among `ids` that exist; a single id's read shares a statement with its turn's others (getRun). */
+  protected async runsById(ids: readonly string[]): Promise<Map<string, RunRow>> {
+    const rows = ids.length === 1 ? [await this.getRun(ids[0]!)] : await this.getRuns(ids);
+    return new Map(rows.flatMap((row) => (row === undefined ? [] : [[row.id, row] as const])));
+  }
 
   register(extension: StoreExtension): void {
     this.layers.register(extension);
@@ -376,4 +391,9 @@ function retentionSql(db: Connection): RetentionSql {
     all: <Row>(text: string, params: unknown[]) => db.all<Row>({ text }, params),
     run: (text: string, params: unknown[]) => db.run({ text }, params),
   };
+}
+
+/** The ids of the runs `ops` create, each once. */
+export function runIdsOf(ops: readonly WriteOp[]): string[] {
+  return [...new Set(ops.flatMap((op) => (op.type === "run" ? [op.run.id] : [])))];
 }

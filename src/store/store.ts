@@ -308,6 +308,13 @@ export interface Store {
    * ops are durable, and a refused fence fails only its own commit.
    */
   commit(fence: Fence | null, ops: WriteOp[]): Promise<void>;
+  /**
+   * Starts: commits `ops` unfenced, as `commit(null, ops)` does, and returns the row of every run
+   * its `run` ops name — the row this commit created, or, for an id that existed already (a second
+   * start of it creates nothing), the row that is there. PostgreSQL learns which runs it created
+   * from the insert itself, so a start is one round trip instead of a write and a read-back.
+   */
+  commitRuns(ops: WriteOp[]): Promise<Map<string, RunRow>>;
   /** Consumes the oldest unconsumed message on the topic and records the step, in one transaction. */
   receive(fence: Fence, request: ReceiveRequest): Promise<ReceiveResult>;
   /**

@@ -4,8 +4,8 @@ import { NotACairnDatabaseError, RunNotFoundError } from "../../errors.js";
 import { postgresConnection, type Connection, type Statement } from "../connection.js";
 import { POSTGRES } from "../dialect.js";
 import { checkSchema, migrationScript, type MigrationSql } from "../migration-runner.js";
-import { toRunRow } from "../rows.js";
-import { fenced, SqlStore } from "../sql-store.js";
+import { createdRunRow, toRunRow } from "../rows.js";
+import { fenced, runIdsOf, SqlStore } from "../sql-store.js";
 import { runAsync, type Request, type Script } from "../script.js";
 import { CLAIM_SET, claimable } from "../statements.js";
 import type {
@@ -39,6 +39,8 @@ interface PendingCommit {
   ops: WriteOp[];
   resolve: () => void;
   reject: (error: unknown) => void;
+  /** `commitRuns`: filled with the ids of the runs this commit created (see flush). */
+  created?: Set<string>;
 }
 
 type Raw = Record<string, unknown>;
@@ -194,11 +196,27 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
     clearTimeout(timer);
   }
 
-  commit(fence: Fence | null, ops: WriteOp[]): Promise<void> {
+  commit(fence: Fence | null, ops: WriteOp[], created?: Set<string>): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ fence, ops, resolve, reject });
+      this.queue.push({ fence, ops, resolve, reject, ...(created === undefined ? {} : { created }) });
       this.flushing ??= this.flushQueue();
     });
+  }
+
+  /**
+   * A start without a read-back: the insert says which runs it created, and a created run's row is
+   * the one it wrote. Only the ids that existed already are read.
+   */
+  override async commitRuns(ops: WriteOp[]): Promise<Map<string, RunRow>> {
+    const created = new Set<string>();
+    await this.commit(null, ops, created);
+    const rows = new Map<string, RunRow>();
+    for (const op of ops) {
+      if (op.type === "run" && created.has(op.run.id) && !rows.has(op.run.id)) rows.set(op.run.id, createdRunRow(op.run));
+    }
+    const existing = runIdsOf(ops).filter((id) => !rows.has(id));
+    if (existing.length > 0) for (const [id, row] of await this.runsById(existing)) rows.set(id, row);
+    return rows;
   }
 
   /** Drains the queue one batch at a time; never rejects (each batch settles its own callers). */
@@ -221,19 +239,26 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
     try {
       await retrying(async () => {
         outcomes.fill(null);
+        for (const pending of batch) pending.created?.clear();
         const steps = stepOnly(batch);
         const single = steps?.length === 1 && steps[0]!.steps.length === 1 && steps[0]!.steps[0]!.output?.hash == null ? steps[0]! : null;
         const finish = finishOnly(batch);
         const newRuns = runsOnly(batch);
         if (newRuns !== null && newRuns.length === 1) {
           // A run's row (and its input's payload) is one statement: it needs no transaction.
-          await this.onWriter((writer) => this.writes.apply(writer, { type: "run", run: newRuns[0]! }));
+          if (await this.onWriter((writer) => this.writes.createRun(writer, newRuns[0]!))) batch[0]!.created?.add(newRuns[0]!.id);
         } else if (newRuns !== null) {
           // Starts that met in this flush (or one startMany): one multi-row statement. One whose data
           // the database refuses would take the others down with it: the general path, where each
           // commit has its savepoint, sorts them out.
           try {
-            await this.onWriter((writer) => this.writes.runBatch(writer, newRuns));
+            const created = await this.onWriter((writer) => this.writes.runBatch(writer, newRuns));
+            // The statement inserts the first start of an id in the batch (see runBatch): its creator.
+            for (const pending of batch) {
+              for (const op of pending.ops) {
+                if (op.type === "run" && created.delete(op.run.id)) pending.created?.add(op.run.id);
+              }
+            }
           } catch (error) {
             if (batch.length === 1 || !isConstraintError(error)) throw error;
             await this.inTransaction((client) => this.applyBatch(client, batch, outcomes, true));
@@ -245,9 +270,16 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
           const held = await this.onWriter((writer) => this.writes.stepSingle(writer, single.fence, single.steps[0]!));
           if (!held) outcomes[0] = fenced(single.fence);
         } else if (steps !== null) {
-          const held = await this.onWriter((writer) => this.writes.stepBatch(writer, steps));
+          let held: Set<number> | null = null;
+          try {
+            held = await this.onWriter((writer) => this.writes.stepBatch(writer, steps));
+          } catch (error) {
+            // As for starts: the general path gives each commit its savepoint, so a bad one fails alone.
+            if (batch.length === 1 || !isConstraintError(error)) throw error;
+            await this.inTransaction((client) => this.applyBatch(client, batch, outcomes, true));
+          }
           batch.forEach((pending, i) => {
-            if (!held.has(i)) outcomes[i] = fenced(pending.fence!);
+            if (held !== null && !held.has(i)) outcomes[i] = fenced(pending.fence!);
           });
         } else if (fencedOnly(batch)) {
           const commits = batch.map((pending) => ({ fence: pending.fence!, ops: pending.ops }));
@@ -270,6 +302,7 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
           } catch (error) {
             if (batch.length === 1 || !(isConstraintError(error) || error instanceof RunNotFoundError)) throw error;
             outcomes.fill(null);
+            for (const pending of batch) pending.created?.clear();
             await this.inTransaction((client) => this.applyBatch(client, batch, outcomes, true));
           }
         }
@@ -328,7 +361,8 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
           }
           // A run inserted by this batch: its row is locked before a suspend reads its inbox.
           if (op.type === "suspend" && !locked.has(op.runId)) await this.writes.lockRun(client, op.runId);
-          await this.writes.apply(client, op);
+          if (op.type !== "run") await this.writes.apply(client, op);
+          else if (await this.writes.createRun(client, op.run)) pending.created?.add(op.run.id);
           if (op.type === "run") touched.add(op.run.id);
           if (op.type === "finish" || op.type === "suspend") touched.add(op.runId);
         }
@@ -336,6 +370,7 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
       } catch (error) {
         if (!isolated || !(isConstraintError(error) || error instanceof RunNotFoundError)) throw error;
         await client.query("ROLLBACK TO SAVEPOINT cairn_commit");
+        pending.created?.clear();
         outcomes[i] = error;
       }
     }
