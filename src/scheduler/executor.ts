@@ -86,6 +86,8 @@ export class Executor implements ExecutionHost {
    * reads every queued run to leave them alone (they are all `enqueued`).
    */
   private claimWanted = true;
+  /** Whether the next pass reads the runs peers dispatched to us: a wake-up naming us asks for that alone (see woken). */
+  private assignedWanted = false;
   private pokeScheduled = false;
   private lastDeathCheck = -Infinity;
   private readonly timers: NodeJS.Timeout[] = [];
@@ -257,11 +259,16 @@ export class Executor implements ExecutionHost {
 
   /**
    * A wake-up asks for the pass it names (wake-payloads.ts): a run enqueued, a dispatch; runs given
-   * to peers, nothing here. Any other, a whole pass.
+   * to us, reading them (in a dispatch pass, which may give us more); runs given to peers only,
+   * nothing here. Any other, a whole pass.
    */
   private woken(wake: Wake): void {
-    if (wake.kind === "queue") this.poke(false, true);
-    else if (wake.kind !== "dispatched" || wake.executorIds.includes(this.executorId)) this.poke();
+    if (wake.kind === "any") return this.poke();
+    if (wake.kind === "dispatched") {
+      if (!wake.executorIds.includes(this.executorId)) return;
+      this.assignedWanted = true;
+    }
+    this.poke(false, true);
   }
 
   wakeAt(time: number): void {
@@ -383,7 +390,9 @@ export class Executor implements ExecutionHost {
         // Queues first: a woken executor's queued run starts without waiting for the claim of
         // started runs to come back (a round trip, and a commit when it claims). The runs it
         // dispatched here are loaded before the claim counts what is free.
-        if (this.options.queues !== undefined && !(await this.dispatchQueues(now, this.options.queues, claiming))) {
+        const readAssigned = claiming || this.assignedWanted;
+        this.assignedWanted = false;
+        if (this.options.queues !== undefined && !(await this.dispatchQueues(now, this.options.queues, readAssigned))) {
           this.lastDeathCheck = -Infinity; // our row is gone: re-register first, as after a claim
           this.claimAgain = this.claimWanted = true;
           continue;
@@ -443,12 +452,12 @@ export class Executor implements ExecutionHost {
    * process that got runs, and loads the runs dispatched to this executor — by itself or by a peer
    * in another process. False when this executor's row is gone (nothing was dispatched).
    *
-   * `claiming`: the runs peers gave us are read only in a pass that claims. With wake-ups that say
+   * `readAssigned`: the runs peers gave us are read only when asked for. With wake-ups that say
    * what happened (PostgreSQL, wake-payloads.ts), a peer's dispatch to us comes with a wake-up
-   * naming us, which asks for such a pass (as do a peer's poke in this process and every poll); a
-   * dispatch-only pass — a slot freed here, a run enqueued — has no runs of peers to look for.
+   * naming us, which asks for them (as do a peer's poke in this process, every claiming pass and
+   * every poll); a dispatch-only pass — a slot freed here, a run enqueued — has none to look for.
    */
-  private async dispatchQueues(now: number, queues: Queues, claiming: boolean): Promise<boolean> {
+  private async dispatchQueues(now: number, queues: Queues, readAssigned: boolean): Promise<boolean> {
     const outcome = await queues.dispatch(this.executorId, now, this.options.leaseMs);
     if (outcome === null) return false;
     for (const decision of outcome.decisions) {
@@ -463,7 +472,7 @@ export class Executor implements ExecutionHost {
     // Runs running here are left out of the read (one letting go counts as not loaded: see load).
     const running = [...this.executions].filter(([, execution]) => !execution.stopped).map(([id]) => id);
     const assigned =
-      claiming || this.store.capabilities.wakeNotifications === null
+      readAssigned || this.store.capabilities.wakeNotifications === null
         ? queues.assigned(this.executorId, [...given.keys(), ...running])
         : Promise.resolve([]);
     assigned.catch(() => undefined); // awaited below; a failure must not be unhandled while the given runs load
