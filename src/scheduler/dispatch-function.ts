@@ -2,7 +2,9 @@ import { createHash } from "node:crypto";
 import type { Statement } from "../store/connection.js";
 import { POSTGRES } from "../store/dialect.js";
 import { WAKE_CHANNEL } from "../store/postgres/postgres-writes.js";
+import { RUN_SELECT } from "../store/statements.js";
 import { decideBatch, QUEUE_LOCK_KEY, runReadySql, type BatchPolicy } from "./dispatch-sql.js";
+import { DISPATCHED_WAKE_PREFIX, MAX_WAKE_PAYLOAD } from "./wake-payloads.js";
 
 /**
  * PostgreSQL: a queue's dispatch pass in one round trip, for the built-in policies. A pass was a
@@ -21,12 +23,18 @@ import { decideBatch, QUEUE_LOCK_KEY, runReadySql, type BatchPolicy } from "./di
  *    ours (a single statement that locked and decided would read the world of before the wait).
  * 4. If anything was decided: the dispatcher's row is renewed — the claim's fencing. Gone (peers
  *    presumed it dead and removed it), the call raises SQLSTATE `CRFEN` and its transaction,
- *    decisions included, rolls back. NOTIFY when a peer got a run (delivered at commit).
+ *    decisions included, rolls back. NOTIFY when a peer got a run (delivered at commit), naming
+ *    the executors that got runs (wake-payloads.ts): the others have nothing to do.
+ *
+ * A run the dispatcher gave itself comes back with its row as `getRun` reads it (`run_row`, as
+ * JSON) and whether it has a journal (`has_steps`: a fresh run has none, a resumed one may): the
+ * dispatcher starts it without reading it again, a round trip less between a wake-up and the run's
+ * first line.
  *
  * Every return also gives the queue's next delayed start (a row with `run_id` NULL and `delayed`
  * set), for the dispatcher's wake-up timer. Parameters: $1 queue, $2 now, $3 the dispatcher, $4
  * the oldest live heartbeat, $5 the policy's name, $6 the most decisions to make. Columns: run_id,
- * executor_id, again (as decideBatch), delayed.
+ * executor_id, again (as decideBatch), delayed, run_row, has_steps.
  *
  * The function's name carries a hash of its text: a Cairn whose dispatch SQL differs (another
  * version) creates and calls its own beside the older one's, never replacing it under a running peer.
@@ -47,21 +55,29 @@ export function dispatchFunction(policy: BatchPolicy, policySql: string): Dispat
   const body = `
 #variable_conflict use_column
 DECLARE
-  r record;
+  d record;
   decided boolean := false;
-  woke boolean := false;
+  woken text[] := '{}';
+  wake text;
 BEGIN
   run_id := NULL;
   executor_id := NULL;
   again := 0;
   IF ${runReadySql(d, "$1")} THEN
     IF pg_try_advisory_xact_lock(${QUEUE_LOCK_KEY}, hashtext($1)) THEN
-      FOR r IN ${decide} LOOP
-        run_id := r.run_id;
-        executor_id := r.executor_id;
-        again := r.again;
+      FOR d IN ${decide} LOOP
+        run_id := d.run_id;
+        executor_id := d.executor_id;
+        again := d.again;
         decided := true;
-        IF r.executor_id <> $3 THEN woke := true; END IF;
+        IF d.executor_id <> $3 THEN
+          IF NOT d.executor_id = ANY(woken) THEN woken := woken || d.executor_id; END IF;
+          run_row := NULL;
+          has_steps := NULL;
+        ELSE
+          run_row := (SELECT to_jsonb(x) FROM (${RUN_SELECT} WHERE r.id = d.run_id) x);
+          has_steps := EXISTS (SELECT 1 FROM cairn_steps s WHERE s.run_id = d.run_id);
+        END IF;
         RETURN NEXT;
       END LOOP;
       IF decided THEN
@@ -71,20 +87,29 @@ BEGIN
             USING ERRCODE = '${FENCED_SQLSTATE}';
         END IF;
       END IF;
-      IF woke THEN PERFORM pg_notify('${WAKE_CHANNEL}', ''); END IF;
+      IF cardinality(woken) > 0 THEN
+        wake := '${DISPATCHED_WAKE_PREFIX}' || array_to_string(woken, ',');
+        PERFORM pg_notify('${WAKE_CHANNEL}', CASE WHEN length(wake) <= ${MAX_WAKE_PAYLOAD} THEN wake ELSE '' END);
+      END IF;
     END IF;
   END IF;
   run_id := NULL;
   executor_id := NULL;
   again := 0;
+  run_row := NULL;
+  has_steps := NULL;
   delayed := (${delayed});
   IF delayed IS NOT NULL THEN RETURN NEXT; END IF;
 END`;
   const name = `cairn_dispatch_${createHash("sha256").update(body).digest("hex").slice(0, 16)}`;
   const create = `CREATE OR REPLACE FUNCTION ${name}(text, bigint, text, bigint, text, bigint)
-RETURNS TABLE (run_id text, executor_id text, again integer, delayed bigint)
+RETURNS TABLE (run_id text, executor_id text, again integer, delayed bigint, run_row jsonb, has_steps boolean)
 LANGUAGE plpgsql VOLATILE AS $cairn_fn$${body}$cairn_fn$`;
-  return { name, create, call: { name: `${name}_call`, text: `SELECT run_id, executor_id, again, delayed FROM ${name}($1, $2, $3, $4, $5, $6)` } };
+  return {
+    name,
+    create,
+    call: { name: `${name}_call`, text: `SELECT run_id, executor_id, again, delayed, run_row, has_steps FROM ${name}($1, $2, $3, $4, $5, $6)` },
+  };
 }
 
 /**

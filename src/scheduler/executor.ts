@@ -12,6 +12,7 @@ import { setLongTimeout, type LongTimeout } from "../engine/long-timeout.js";
 import { WarmRuns } from "../engine/warm-runs.js";
 import type { RunTracing } from "../engine/tracing.js";
 import type { Queues } from "./queues.js";
+import { wakeOf, type Wake } from "./wake-payloads.js";
 
 export interface ExecutorOptions {
   appVersion: string;
@@ -85,6 +86,8 @@ export class Executor implements ExecutionHost {
    * reads every queued run to leave them alone (they are all `enqueued`).
    */
   private claimWanted = true;
+  /** Whether the next pass reads the runs peers dispatched to us: a wake-up naming us asks for that alone (see woken). */
+  private assignedWanted = false;
   private pokeScheduled = false;
   private lastDeathCheck = -Infinity;
   private readonly timers: NodeJS.Timeout[] = [];
@@ -162,7 +165,7 @@ export class Executor implements ExecutionHost {
       void this.heartbeat();
       this.poke();
     });
-    this.store.capabilities.wakeNotifications?.onWake(() => this.poke());
+    this.store.capabilities.wakeNotifications?.onWake((payload) => this.woken(wakeOf(payload)));
     const heartbeatMs = Math.max(50, Math.floor(this.options.leaseMs / 3));
     this.timers.push(setInterval(() => void this.heartbeat(), heartbeatMs));
     this.timers.push(setInterval(() => this.poke(true), this.options.pollIntervalMs));
@@ -260,6 +263,20 @@ export class Executor implements ExecutionHost {
       this.pokeScheduled = false;
       void this.claimPass(periodic);
     });
+  }
+
+  /**
+   * A wake-up asks for the pass it names (wake-payloads.ts): a run enqueued, a dispatch; runs given
+   * to us, reading them (in a dispatch pass, which may give us more); runs given to peers only,
+   * nothing here. Any other, a whole pass.
+   */
+  private woken(wake: Wake): void {
+    if (wake.kind === "any") return this.poke();
+    if (wake.kind === "dispatched") {
+      if (!wake.executorIds.includes(this.executorId)) return;
+      this.assignedWanted = true;
+    }
+    this.poke(false, true);
   }
 
   wakeAt(time: number): void {
@@ -381,7 +398,9 @@ export class Executor implements ExecutionHost {
         // Queues first: a woken executor's queued run starts without waiting for the claim of
         // started runs to come back (a round trip, and a commit when it claims). The runs it
         // dispatched here are loaded before the claim counts what is free.
-        if (this.options.queues !== undefined && !(await this.dispatchQueues(now, this.options.queues))) {
+        const readAssigned = claiming || this.assignedWanted;
+        this.assignedWanted = false;
+        if (this.options.queues !== undefined && !(await this.dispatchQueues(now, this.options.queues, readAssigned))) {
           this.lastDeathCheck = -Infinity; // our row is gone: re-register first, as after a claim
           this.claimAgain = this.claimWanted = true;
           continue;
@@ -440,8 +459,13 @@ export class Executor implements ExecutionHost {
    * Dispatches the queues declared here (for this executor and its peers), pokes the peers in this
    * process that got runs, and loads the runs dispatched to this executor — by itself or by a peer
    * in another process. False when this executor's row is gone (nothing was dispatched).
+   *
+   * `readAssigned`: the runs peers gave us are read only when asked for. With wake-ups that say
+   * what happened (PostgreSQL, wake-payloads.ts), a peer's dispatch to us comes with a wake-up
+   * naming us, which asks for them (as do a peer's poke in this process, every claiming pass and
+   * every poll); a dispatch-only pass — a slot freed here, a run enqueued — has none to look for.
    */
-  private async dispatchQueues(now: number, queues: Queues): Promise<boolean> {
+  private async dispatchQueues(now: number, queues: Queues, readAssigned: boolean): Promise<boolean> {
     const outcome = await queues.dispatch(this.executorId, now, this.options.leaseMs);
     if (outcome === null) return false;
     for (const decision of outcome.decisions) {
@@ -452,22 +476,34 @@ export class Executor implements ExecutionHost {
     if (queues.served().length === 0) return true;
     // The runs it gave us are loaded at once; the ones peers gave us (in another process: those
     // here were poked) are found by `assigned`, read meanwhile.
-    const given = new Set(outcome.decisions.filter((decision) => decision.executorId === this.executorId).map((decision) => decision.runId));
-    const assigned = queues.assigned(this.executorId);
+    const given = new Map(outcome.decisions.filter((decision) => decision.executorId === this.executorId).map((decision) => [decision.runId, decision]));
+    // Runs running here are left out of the read (one letting go counts as not loaded: see load).
+    const running = [...this.executions].filter(([, execution]) => !execution.stopped).map(([id]) => id);
+    const assigned =
+      readAssigned || this.store.capabilities.wakeNotifications === null
+        ? queues.assigned(this.executorId, [...given.keys(), ...running])
+        : Promise.resolve([]);
     assigned.catch(() => undefined); // awaited below; a failure must not be unhandled while the given runs load
-    await Promise.all([...given].map((id) => this.loadAssigned(id)));
-    const others = (await assigned).filter((id) => !given.has(id));
-    await Promise.all(others.map((id) => this.loadAssigned(id)));
+    await Promise.all([...given.values()].map((decision) => this.loadAssigned(decision.runId, decision.loaded)));
+    const others = (await assigned).filter((run) => !given.has(run.runId));
+    await Promise.all(others.map((run) => this.loadAssigned(run.runId, run.loaded)));
     return true;
   }
 
-  /** A run dispatched to this executor: loaded unless it is loaded already or not ours (any more). */
-  private async loadAssigned(id: string): Promise<void> {
+  /**
+   * A run dispatched to this executor: loaded unless it is loaded already or not ours (any more).
+   * `loaded`: its row as the dispatch left it, which needs no reading again (nor its journal, when
+   * it has none).
+   */
+  private async loadAssigned(id: string, loaded?: { run: RunRow; hasSteps: boolean }): Promise<void> {
     // A run whose execution here is still letting go of it counts as not loaded (see load).
     if (this.executions.get(id)?.stopped === false || this.reloads.has(id)) return;
     try {
       // Both reads at once: on PostgreSQL two pooled connections, one round trip's wait.
-      const [run, journal] = await Promise.all([this.store.getRun(id), this.store.loadJournal(id)]);
+      const [run, journal] =
+        loaded === undefined
+          ? await Promise.all([this.store.getRun(id), this.store.loadJournal(id)])
+          : [loaded.run, loaded.hasSteps ? await this.store.loadJournal(id) : []];
       if (run === undefined || run.status !== "running" || run.executorId !== this.executorId) return;
       this.load(run, journal);
     } catch (error) {

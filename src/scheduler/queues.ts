@@ -2,7 +2,9 @@ import { createHash } from "node:crypto";
 import { InvalidSpecError } from "../errors.js";
 import type { Connection, Statement } from "../store/connection.js";
 import { POSTGRES, SQLITE, type SqlDialect } from "../store/dialect.js";
-import type { Store } from "../store/store.js";
+import { toRunRow } from "../store/rows.js";
+import { RUN_SELECT } from "../store/statements.js";
+import type { RunRow, Store } from "../store/store.js";
 import { dispatchFunction, ensureFunctionSql, FENCED_SQLSTATE } from "./dispatch-function.js";
 import { decideInOne, dispatchStatements, lookSql, nextBatch, nextDecision } from "./dispatch-sql.js";
 import { isBuiltInPolicy, type BuiltInPolicy } from "./policies.js";
@@ -13,6 +15,12 @@ export interface QueueDecision {
   queue: string;
   runId: string;
   executorId: string;
+  /**
+   * A run the dispatcher gave itself, as the decision left it (PostgreSQL's dispatch function reads
+   * it in the same transaction), and whether it has journal rows to load: the executor starts it
+   * without reading it again. Absent: read it (`getRun`, `loadJournal`).
+   */
+  loaded?: { run: RunRow; hasSteps: boolean };
 }
 
 /** What an executor serves: by default every queue declared in its process, and no partition. */
@@ -22,6 +30,13 @@ export interface ServeOptions {
   /** Partition keys this executor serves first (the "locality" policy). */
   partitions?: string[];
 }
+
+/** PostgreSQL: `assigned`'s runs ($1 the executor, $2 the ids it has loaded), read as getRun reads them. */
+const ASSIGNED_ROWS: Statement = {
+  name: "cairn_queue_assigned_rows",
+  text: `SELECT x.*, EXISTS (SELECT 1 FROM cairn_steps s WHERE s.run_id = x.id) AS has_steps
+    FROM (${RUN_SELECT} WHERE r.executor_id = $1 AND r.status = 'running' AND NOT (r.id = ANY($2::text[]))) x`,
+};
 
 /** How many decisions one dispatch transaction makes before letting other writers in. */
 const DECISIONS_PER_PASS = 100;
@@ -236,7 +251,7 @@ export class Queues {
     const decisions: QueueDecision[] = [];
     let delayed: number | null = null;
     while (decisions.length < DECISIONS_PER_PASS) {
-      let rows: { run_id: unknown; executor_id: unknown; again: unknown; delayed: unknown }[];
+      let rows: { run_id: unknown; executor_id: unknown; again: unknown; delayed: unknown; run_row: unknown; has_steps: unknown }[];
       try {
         rows = await this.store.execute(call, [spec.name, now, executorId, now - leaseMs, spec.policy, DECISIONS_PER_PASS - decisions.length]);
       } catch (error) {
@@ -250,7 +265,11 @@ export class Queues {
           delayed = Number(row.delayed);
           continue;
         }
-        decisions.push({ queue: spec.name, runId: String(row.run_id), executorId: String(row.executor_id) });
+        const decision: QueueDecision = { queue: spec.name, runId: String(row.run_id), executorId: String(row.executor_id) };
+        if (row.run_row !== null && typeof row.run_row === "object") {
+          decision.loaded = { run: toRunRow(row.run_row as Record<string, unknown>), hasSteps: row.has_steps === true };
+        }
+        decisions.push(decision);
         if (Number(row.again) === 1) again = true;
       }
       // A batch that says nothing more can be decided now ends the pass without another call.
@@ -338,9 +357,18 @@ export class Queues {
     return times.length === 0 ? null : Math.min(...times);
   }
 
-  /** The runs dispatched to `executorId` that are running under it (it loads those it has not). */
-  async assigned(executorId: string): Promise<string[]> {
-    const rows = await this.store.select<{ id: string }>(this.sql.assigned, [executorId]);
-    return rows.map((r) => String(r.id));
+  /**
+   * The runs dispatched to `executorId` that are running under it, but for those in `loaded` (it
+   * loads the others). On PostgreSQL each comes with its row and whether it has a journal, in the
+   * same read, so a run a peer gave us starts after one round trip instead of two (its id, then
+   * its row and journal).
+   */
+  async assigned(executorId: string, loaded: readonly string[]): Promise<{ runId: string; loaded?: { run: RunRow; hasSteps: boolean } }[]> {
+    if (this.dialect.name !== "postgres") {
+      const rows = await this.store.select<{ id: string }>(this.sql.assigned, [executorId]);
+      return rows.map((r) => ({ runId: String(r.id) }));
+    }
+    const rows = await this.store.select<Record<string, unknown>>(ASSIGNED_ROWS, [executorId, this.dialect.list(loaded)]);
+    return rows.map((row) => ({ runId: String(row.id), loaded: { run: toRunRow(row), hasSteps: row.has_steps === true } }));
   }
 }

@@ -283,9 +283,11 @@ export interface StoreCapabilities {
   } | null;
   /**
    * Wake-ups: `listener` is called whenever a transaction commits something that may make a run
-   * claimable, and once if the channel is lost. Not guaranteed: still poll.
+   * claimable, and once if the channel is lost. Not guaranteed: still poll. `payload` says what
+   * happened when the writer said so (the scheduler's queue wake-ups); empty or absent, anything
+   * may have (the channel lost included).
    */
-  wakeNotifications: { onWake(listener: () => void): void } | null;
+  wakeNotifications: { onWake(listener: (payload?: string) => void): void } | null;
 }
 
 export interface Store {

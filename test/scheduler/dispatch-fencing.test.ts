@@ -78,8 +78,13 @@ describe.each(BACKENDS)("dispatch fenced by the executor's row on $name", (backe
     expect(row).toMatchObject({ dispatched_at: null, executor_id: null });
 
     const taken = await queues.dispatch("live", t + 1, 30_000);
-    expect(taken?.decisions).toEqual([{ queue: "q", runId: "queued-1", executorId: "live" }]);
-    expect(await store.getRun("queued-1")).toMatchObject({ status: "running", executorId: "live" });
+    expect(taken?.decisions.map(({ queue, runId, executorId }) => ({ queue, runId, executorId }))).toEqual([
+      { queue: "q", runId: "queued-1", executorId: "live" },
+    ]);
+    const run = await store.getRun("queued-1");
+    expect(run).toMatchObject({ status: "running", executorId: "live" });
+    // PostgreSQL: the dispatcher's own run comes back as getRun reads it, so it starts without a read.
+    if (backend.name === "postgres") expect(taken?.decisions[0]?.loaded).toEqual({ run, hasSteps: false });
   });
 
   // PostgreSQL: dispatchers of a queue take turns on its advisory lock; one that finds it held
@@ -94,7 +99,7 @@ describe.each(BACKENDS)("dispatch fenced by the executor's row on $name", (backe
       expect((await queues.dispatch("live", t, 30_000))?.decisions).toEqual([]);
       expect((await store.getRun("queued-1"))?.status).toBe("enqueued");
       await holder.query("COMMIT");
-      expect((await queues.dispatch("live", t, 30_000))?.decisions).toEqual([{ queue: "q", runId: "queued-1", executorId: "live" }]);
+      expect((await queues.dispatch("live", t, 30_000))?.decisions).toMatchObject([{ queue: "q", runId: "queued-1", executorId: "live" }]);
     } finally {
       await holder.end();
     }

@@ -27,7 +27,7 @@ export class PostgresSession {
   private closing = false;
   private reconnectTimer: NodeJS.Timeout | null = null;
   private failures = 0;
-  private readonly listeners = new Set<() => void>();
+  private readonly listeners = new Set<(payload?: string) => void>();
 
   constructor(
     private readonly url: string,
@@ -45,8 +45,11 @@ export class PostgresSession {
     return this.live?.pid ?? null;
   }
 
-  /** Listening starts with the session; `await pid()` first to be sure no wake-up is missed. */
-  onWake(listener: () => void): void {
+  /**
+   * Listening starts with the session; `await pid()` first to be sure no wake-up is missed. A
+   * notification's payload is passed on; a lost session calls with none (anything may have happened).
+   */
+  onWake(listener: (payload?: string) => void): void {
     this.listeners.add(listener);
     if (this.live === null && this.reconnectTimer === null) this.open().catch(() => undefined);
   }
@@ -111,7 +114,7 @@ export class PostgresSession {
     client.on("error", lost);
     client.on("end", lost);
     client.on("notification", (message) => {
-      if (message.channel === WAKE_CHANNEL) this.wake();
+      if (message.channel === WAKE_CHANNEL) this.wake(message.payload);
     });
     try {
       await client.connect();
@@ -127,7 +130,7 @@ export class PostgresSession {
     }
   }
 
-  private wake(): void {
-    for (const listener of this.listeners) listener();
+  private wake(payload?: string): void {
+    for (const listener of this.listeners) listener(payload);
   }
 }

@@ -498,7 +498,7 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
    * resumed, a message sent, a run finished or cancelled, a suspend that found its wait already
    * over), and once if the session is lost. Notifications are not guaranteed: still poll.
    */
-  onWake(listener: () => void): void {
+  onWake(listener: (payload?: string) => void): void {
     this.session.onWake(listener);
   }
 

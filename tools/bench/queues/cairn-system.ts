@@ -1,6 +1,7 @@
 import { Cairn, type Workflow } from "../../../src/index.js";
 import { storeOf } from "../../internal.js";
-import { PER_PROCESS_CONCURRENCY, type BenchInput, type Producer, type QueueSystem, type Worker } from "./system.js";
+import { probeEvent, probeStore } from "./probe.js";
+import { now, PER_PROCESS_CONCURRENCY, type BenchInput, type Producer, type QueueSystem, type Worker } from "./system.js";
 
 /**
  * Cairn with default options: an executor is a launched Cairn; the producer is a Cairn that is
@@ -23,8 +24,9 @@ function declare(cairn: Cairn, queued: boolean): Cairn {
   return cairn;
 }
 
-function register(cairn: Cairn, onStart: (input: BenchInput) => void): Workflow<BenchInput, number> {
+function register(cairn: Cairn, onStart: (input: BenchInput) => void, who = "?"): Workflow<BenchInput, number> {
   return cairn.workflow("bench", async (ctx, input: BenchInput) => {
+    if (input.report) probeEvent(who, `body:${input.i}`, now());
     onStart(input);
     return ctx.step("work", () => input.i);
   });
@@ -42,9 +44,10 @@ function cairnSystemWith(queued: boolean): QueueSystem {
       await storeOf(cairn).migrate();
       await cairn.shutdown();
     },
-    async startWorker(database, _index, onStart): Promise<CairnWorker> {
+    async startWorker(database, index, onStart): Promise<CairnWorker> {
       const cairn = declare(new Cairn({ database, onError: (error) => console.error("[cairn worker]", error) }), queued);
-      const workflow = register(cairn, onStart);
+      const workflow = register(cairn, onStart, `e${index}`);
+      probeStore(storeOf(cairn), `e${index}`);
       await cairn.launch();
       return { cairn, workflow, stop: () => cairn.shutdown() };
     },
@@ -53,10 +56,13 @@ function cairnSystemWith(queued: boolean): QueueSystem {
       const cairn = shared?.cairn ?? declare(new Cairn({ database }), queued);
       const workflow = shared?.workflow ?? register(cairn, () => undefined);
       const store = storeOf(cairn);
+      if (shared === undefined) probeStore(store, "producer", false);
       return {
         async enqueue(id, input) {
+          const start = now();
           if (queued) await workflow.enqueue(QUEUE, input, { id });
           else await workflow.start(input, { id });
+          if (input.report) probeEvent("producer", `enqueue:${input.i}`, start, now());
         },
         async completed() {
           return Number((await store.query("SELECT count(*) AS n FROM cairn_runs WHERE status = 'succeeded'")).rows[0]?.n);

@@ -29,12 +29,14 @@ import { systemNamed } from "./systems.js";
  */
 
 const LOCAL_POSTGRES = "postgres://postgres@127.0.0.1:5432/cairn_test";
-const USAGE = `usage: npm run bench:queues -- [--quick] [--json] [--postgres <url>] [--rounds <n>]
+const USAGE = `usage: npm run bench:queues -- [--quick] [--json] [--postgres <url>] [--rounds <n>] [--samples <n>] [--only <text,...>]
   --quick           1 round, 40 latency samples, 1000 runs for throughput (default 2 rounds, 150, 3000)
   --json            print the report as JSON
   --postgres <url>  the server to create scratch databases on (default $CAIRN_BENCH_POSTGRES_URL, else ${LOCAL_POSTGRES})
   --rounds <n>      rounds
-  --only <text>     only the arms whose label contains this text (a diagnostic: no ratios then)`;
+  --samples <n>     latency samples per arm (default 40 with --quick, else 150)
+  --only <text>     only the arms whose label contains this text, or one of these texts separated by commas
+                    (a diagnostic: e.g. --only "PostgreSQL (enqueue),graphile" for the goal's ratio)`;
 
 const IN_FLIGHT = 16;
 const WARMUP_RUNS = 50;
@@ -72,6 +74,7 @@ async function main(): Promise<void> {
       json: { type: "boolean", default: false },
       postgres: { type: "string" },
       rounds: { type: "string" },
+      samples: { type: "string" },
       only: { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
@@ -80,7 +83,8 @@ async function main(): Promise<void> {
   const quick = values.quick ?? false;
   const rounds = values.rounds === undefined ? (quick ? 1 : 2) : Number(values.rounds);
   if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`--rounds must be an integer ≥ 1, got ${values.rounds}`);
-  const latencySamples = quick ? 40 : 150;
+  const latencySamples = values.samples === undefined ? (quick ? 40 : 150) : Number(values.samples);
+  if (!Number.isInteger(latencySamples) || latencySamples < 1) throw new Error(`--samples must be an integer ≥ 1, got ${values.samples}`);
   const throughputRuns = quick ? 1000 : 3000;
   const postgresUrl = values.postgres ?? process.env.CAIRN_BENCH_POSTGRES_URL ?? LOCAL_POSTGRES;
 
@@ -89,7 +93,8 @@ async function main(): Promise<void> {
   const server = connected.server;
   const postgresVersion = await server.version();
 
-  const arms = ARMS.filter((arm) => values.only === undefined || arm.label.includes(values.only));
+  const only = values.only?.split(",").map((text) => text.trim());
+  const arms = ARMS.filter((arm) => only === undefined || only.some((text) => arm.label.includes(text)));
   const results = new Map<string, Measurement[]>();
   for (let round = 0; round < rounds; round++) {
     for (const arm of round % 2 === 1 ? [...arms].reverse() : arms) {

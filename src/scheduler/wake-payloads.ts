@@ -1,0 +1,28 @@
+/**
+ * What a queue's wake-up says (PostgreSQL: the payload of its NOTIFY on `cairn_wake`), so that an
+ * executor does only the pass it calls for instead of a whole one (claim, dispatch, the runs given
+ * to it, the next timer) in every executor at every wake-up:
+ *
+ * - `queue:<name>` — a run was enqueued on that queue: a dispatch of the queues is all it asks for.
+ * - `dispatched:<id>,<id>...` — a dispatch gave runs to these executors (not the dispatcher): they
+ *   load them; nobody else has anything to do.
+ * - anything else, or none (the channel was lost) — anything may have happened: a whole pass.
+ *
+ * A wake-up is a hint, never the only way work is found: every executor still polls.
+ */
+export type Wake = { kind: "queue" } | { kind: "dispatched"; executorIds: string[] } | { kind: "any" };
+
+export const QUEUE_WAKE_PREFIX = "queue:";
+export const DISPATCHED_WAKE_PREFIX = "dispatched:";
+
+/**
+ * A NOTIFY payload is at most 8,000 bytes: a dispatch to more executors than fit says `any` (an
+ * empty payload) instead, and every executor makes a whole pass.
+ */
+export const MAX_WAKE_PAYLOAD = 7_900;
+
+export function wakeOf(payload: string | undefined): Wake {
+  if (payload?.startsWith(QUEUE_WAKE_PREFIX)) return { kind: "queue" };
+  if (payload?.startsWith(DISPATCHED_WAKE_PREFIX)) return { kind: "dispatched", executorIds: payload.slice(DISPATCHED_WAKE_PREFIX.length).split(",") };
+  return { kind: "any" };
+}
