@@ -193,7 +193,7 @@ export abstract class SqlStore<Tx> {
     });
   }
 
-  async execute<Row = Record<string, unknown>>(statement: Statement, params: readonly unknown[]): Promise<Row[]> {
+  async execute<Row = Record<string, unknown>>(statement: Statement, params: readonly unknown[], _options?: { concurrent?: boolean }): Promise<Row[]> {
     return this.write((db) => db.all<Row>(statement, params));
   }
 

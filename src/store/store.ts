@@ -397,8 +397,11 @@ export interface Store {
    * A layer's one statement that writes, as a transaction of its own (prepared under its name on
    * PostgreSQL; on SQLite, under the store's write lock): the scheduler's dispatch function, which
    * fences, locks and decides inside the database in one round trip. It commits or fails whole.
+   * On PostgreSQL such statements take turns on one held connection (a function is compiled and
+   * planned once there); `{ concurrent: true }` lets a statement that many callers issue at once (an
+   * enqueue) run beside the others on any pooled connection instead.
    */
-  execute<Row = Record<string, unknown>>(statement: Statement, params: readonly unknown[]): Promise<Row[]>;
+  execute<Row = Record<string, unknown>>(statement: Statement, params: readonly unknown[], options?: { concurrent?: boolean }): Promise<Row[]>;
 
   /**
    * An operator's SQL (`cairn sql`): exactly one statement, which the database itself refuses unless

@@ -516,7 +516,8 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
    * On a connection of their own (HeldClient): the scheduler's dispatch function is compiled and
    * planned once in that session, not again in each pooled one a call lands on.
    */
-  override execute<Row = Record<string, unknown>>(statement: Statement, params: readonly unknown[]): Promise<Row[]> {
+  override execute<Row = Record<string, unknown>>(statement: Statement, params: readonly unknown[], options?: { concurrent?: boolean }): Promise<Row[]> {
+    if (options?.concurrent === true) return super.execute(statement, params); // one autocommit statement on the pool
     return this.layerClient.use((client) => postgresConnection(client).all<Row>(statement, params));
   }
 
