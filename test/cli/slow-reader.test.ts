@@ -3,7 +3,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory } from "../harness.js";
-import { growJournal } from "./long-journal.js";
+import { runWithLongJournal } from "./long-journal.js";
 
 const MAIN = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
 const STEPS = 10_000;
@@ -18,12 +18,7 @@ describe.each(BACKENDS)("cairn output to a slow reader on $name", (backend) => {
 
   it("a reader that pauses past the exit timer still gets every line", async () => {
     const database = await env.database();
-    const cairn = env.cairn(database);
-    const one = cairn.workflow("one", async (ctx) => ctx.step("first", () => 0));
-    await cairn.launch();
-    await (await one.start(undefined, { id: "r1" })).result();
-    await cairn.shutdown();
-    await growJournal(backend, database, "r1", STEPS);
+    await runWithLongJournal(env.cairn(database), backend, database, "r1", STEPS);
 
     const child = spawn(process.execPath, [MAIN, "show", "r1", "--database", database, "--limit", String(STEPS)], {
       env: { ...process.env, CAIRN_DATABASE: undefined, NO_COLOR: "1" },

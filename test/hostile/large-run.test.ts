@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { BACKENDS } from "../backends.js";
-import { growJournal } from "../cli/long-journal.js";
+import { runWithLongJournal } from "../cli/long-journal.js";
 import { cairnFactory } from "../harness.js";
 
 const STEPS = 140_000;
@@ -24,12 +24,7 @@ describe.each(BACKENDS)("cairn show of a 140,000-step run on $name", (backend) =
 
   it("pages the journal with --from and --limit, and prints every entry without crashing", async () => {
     const database = await env.database();
-    const cairn = env.cairn(database);
-    const one = cairn.workflow("one", async (ctx) => ctx.step("first", () => 0));
-    await cairn.launch();
-    await (await one.start(undefined, { id: "r1" })).result();
-    await cairn.shutdown();
-    await growJournal(backend, database, "r1", STEPS);
+    await runWithLongJournal(env.cairn(database), backend, database, "r1", STEPS);
 
     let started = Date.now();
     const page = await bigCli(["show", "r1", "--database", database]);
