@@ -5,7 +5,7 @@ import type { Budget } from "./budget.js";
 import { durableTools, type Permissions } from "./durable-tools.js";
 import type { RecordedModelOptions } from "./recorded-model.js";
 import type { Agent, AgentInput, AgentOutput } from "./agent.js";
-import { agentState } from "./agent-state.js";
+import { agentState, setApprovalKey } from "./agent-state.js";
 import { artifactsFor, type Artifacts } from "./artifacts.js";
 import { memoryFor, type Memory } from "./memory.js";
 import { budgetedModel, openRunBudget, type ModelBudgetOptions } from "./model-budget.js";
@@ -57,10 +57,14 @@ export interface AgentSettings {
 
 export function agentContext(ctx: WorkflowContext, settings: AgentSettings = {}): AgentContext {
   const run = durableRun(ctx);
-  const state = agentState(run);
-  if (settings.approvalKey !== undefined) state.approvalKey = settings.approvalKey;
+  if (settings.approvalKey !== undefined) setApprovalKey(run, settings.approvalKey);
   // One context per run: a wrapper that already is one (agentBody inside Cairn.workflow) is reused.
   if ((ctx as { [AGENT_CONTEXT]?: boolean })[AGENT_CONTEXT] === true) return ctx as AgentContext;
+  // Every workflow of a Cairn gets this context, and most use none of it (a run that sleeps and
+  // ends): the helpers are made when first read, not per run (~5 µs a run, 10,000 runs waking at once).
+  let memory: Memory | undefined;
+  let artifacts: Artifacts | undefined;
+  let generateId: IdGenerator | undefined;
   const extras: Partial<AgentContext> & { [AGENT_CONTEXT]: true } = {
     [AGENT_CONTEXT]: true,
     model: (model, options = {}) => budgetedModel(run, model, options),
@@ -75,9 +79,15 @@ export function agentContext(ctx: WorkflowContext, settings: AgentSettings = {})
       );
       return child.result();
     },
-    memory: memoryFor(run, run.workflowName),
-    artifacts: artifactsFor(run),
-    generateId: replayableIdGenerator(run),
+    get memory() {
+      return (memory ??= memoryFor(run, run.workflowName));
+    },
+    get artifacts() {
+      return (artifacts ??= artifactsFor(run));
+    },
+    get generateId() {
+      return (generateId ??= replayableIdGenerator(run));
+    },
   };
   const proxy = new Proxy(run, {
     get(target, prop) {

@@ -32,6 +32,15 @@ export interface AgentRunState {
 }
 
 const states = new WeakMap<DurableRun, AgentRunState>();
+/** Approval keys of runs whose state is not made yet: most runs never need it (agent-context.ts). */
+const pendingApprovalKeys = new WeakMap<DurableRun, Uint8Array>();
+
+/** The application's approval key for this run's state, now or when the state is first made. */
+export function setApprovalKey(run: DurableRun, key: Uint8Array): void {
+  const state = states.get(run);
+  if (state !== undefined) state.approvalKey = key;
+  else pendingApprovalKeys.set(run, key);
+}
 
 export function agentState(run: DurableRun): AgentRunState {
   let state = states.get(run);
@@ -45,7 +54,7 @@ export function agentState(run: DurableRun): AgentRunState {
       lastPrompt: undefined,
       promptMemo: new PromptMemo(),
       modelBudgets: 0,
-      approvalKey: undefined,
+      approvalKey: pendingApprovalKeys.get(run),
       modelOrder: new Mutex(),
     };
     states.set(run, state);

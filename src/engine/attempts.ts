@@ -35,7 +35,7 @@ export async function runAttempts<T>(
 ): Promise<Outcome<T>> {
   const where = `run ${host.runId} seq ${seq} ("${name}")`;
   for (let attempt = 1; ; attempt++) {
-    const attemptSignal = new AttemptSignal(host.stopSignal);
+    const attemptSignal = new AttemptSignal(host);
     const call = {
       idempotencyKey,
       attempt,
@@ -113,16 +113,18 @@ class AttemptSignal {
   private following: Set<AttemptSignal> | null = null;
   private timedOut: { reason: unknown } | null = null;
 
-  constructor(private readonly stop: AbortSignal) {}
+  /** The run's host: its stop signal is read only with this attempt's (it is made on first read). */
+  constructor(private readonly host: AttemptHost) {}
 
   get signal(): AbortSignal {
     if (this.controller === null) {
       const controller = new AbortController();
       this.controller = controller;
+      const stop = this.host.stopSignal;
       if (this.timedOut !== null) controller.abort(this.timedOut.reason);
-      else if (this.stop.aborted) controller.abort(this.stop.reason);
+      else if (stop.aborted) controller.abort(stop.reason);
       else {
-        this.following = followersOf(this.stop);
+        this.following = followersOf(stop);
         this.following.add(this);
       }
     }

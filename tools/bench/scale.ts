@@ -1,3 +1,6 @@
+import { Session } from "node:inspector/promises";
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { Cairn } from "../../src/index.js";
 import { ManualClock } from "../../src/testing/index.js";
@@ -15,6 +18,8 @@ import { percentile, renderTable } from "./stats.js";
  *   clock jumps 5 s and they all fall due at once. A run's wake latency is the real time from the
  *   jump to its body running past the sleep (claim, journal load, replay); p50 / p99 / max over all.
  *   `executors` Cairns in this process share the database (each a separate executor).
+ *   `--profile <dir>` writes the CPU profile of the wake-up alone (jump to last finish) to
+ *   `<dir>/wake-<backend>.cpuprofile`, for where the time goes.
  */
 
 const LOCAL_POSTGRES = "postgres://postgres@127.0.0.1:5432/cairn_test";
@@ -57,7 +62,7 @@ async function starts(database: string, backend: string, method: StartsResult["m
   }
 }
 
-async function wake(database: string, backend: string, runs: number, executors: number, chunk: number): Promise<WakeResult> {
+async function wake(database: string, backend: string, runs: number, executors: number, chunk: number, profileDir?: string): Promise<WakeResult> {
   const clock = new ManualClock(Date.now());
   const latencies: number[] = [];
   let jumpedAt = Infinity;
@@ -87,12 +92,23 @@ async function wake(database: string, backend: string, runs: number, executors: 
       if (Date.now() > waitingBy) throw new Error("the runs did not all go to sleep within 5 minutes");
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
+    const profiler = profileDir === undefined ? null : new Session();
+    if (profiler !== null) {
+      profiler.connect();
+      await profiler.post("Profiler.enable");
+      await profiler.post("Profiler.start");
+    }
     jumpedAt = performance.now();
     clock.advance(SLEEP_MS);
     const doneBy = Date.now() + 300_000;
     while (finished < runs) {
       if (Date.now() > doneBy) throw new Error(`only ${finished} of ${runs} runs woke within 5 minutes`);
       await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    if (profiler !== null) {
+      const { profile } = await profiler.post("Profiler.stop");
+      await writeFile(join(profileDir!, `wake-${backend}.cpuprofile`), JSON.stringify(profile));
+      profiler.disconnect();
     }
     // Wait for every run's finish to commit, so the next arm's database is quiet.
     while ((await count(cairns[0]!, "SELECT count(*) AS n FROM cairn_runs WHERE status = 'succeeded'")) < runs) {
@@ -133,6 +149,7 @@ async function main(): Promise<void> {
       only: { type: "string" },
       backend: { type: "string" },
       json: { type: "boolean", default: false },
+      profile: { type: "string" },
     },
   });
   const runs = Number(values.runs);
@@ -164,7 +181,7 @@ async function main(): Promise<void> {
     }
     if (values.only !== "starts") {
       process.stderr.write(`${plan.backend}: ${runs} runs falling due at once, ${executors} executor(s)\n`);
-      wakeRows.push(await inFresh((db) => wake(db, plan.backend, runs, executors, chunk)));
+      wakeRows.push(await inFresh((db) => wake(db, plan.backend, runs, executors, chunk, values.profile)));
     }
   }
   if (values.json) return console.log(JSON.stringify({ starts: startRows, wake: wakeRows }, null, 2));

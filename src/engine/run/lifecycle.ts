@@ -6,6 +6,7 @@ import type { Clock } from "../clock.js";
 import type { CompletionOrder } from "../completion-order.js";
 import type { IsolationPool } from "../isolation/pool.js";
 import type { RunEnd, RunTrace, RunTracing } from "../tracing.js";
+import { StopSignal } from "./stop-signal.js";
 
 /** What an execution needs from the executor that loaded it. */
 export interface ExecutionHost {
@@ -68,7 +69,7 @@ export abstract class RunLifecycle {
   /** Operations acting live now: the run does not unload while any is. */
   active = 0;
   /** Aborted when the run stops here for any reason: every step's signal follows it (a new one if it continues warm). */
-  stopSignal = new AbortController();
+  stopSignal = new StopSignal();
   readonly attemptHost: AttemptHost;
   /** This execution's trace (tracing.ts), when something records it; set before the workflow runs. */
   trace: RunTrace | undefined = undefined;
@@ -236,7 +237,7 @@ export abstract class RunLifecycle {
       topics: waits.flatMap((w) => [...(w.topic === null ? [] : [w.topic]), ...(w.topics ?? [])]),
       childRunIds: waits.flatMap((w) => [...(w.childRunId === null ? [] : [w.childRunId]), ...(w.childRunIds ?? [])]),
     };
-    this.stopSignal.abort(new FencedError("run unloaded while it waits"));
+    this.stopSignal.abort(() => new FencedError("run unloaded while it waits"));
     try {
       await this.store.commit(this.fence, [{ type: "suspend", runId: this.runId, wait, at: this.clock.now() }]);
     } catch (error) {
@@ -268,7 +269,7 @@ export abstract class RunLifecycle {
     } else {
       error = errorText(value);
     }
-    this.stopSignal.abort(new FencedError("run settled"));
+    this.stopSignal.abort(() => new FencedError("run settled"));
     try {
       await this.store.commit(this.fence, [{ type: "finish", runId: this.runId, status, output, error, at: this.clock.now() }]);
     } catch (failure) {
@@ -304,7 +305,7 @@ export abstract class RunLifecycle {
     this.halted = true;
     this.parking = false;
     this.order.close();
-    this.stopSignal.abort(reason);
+    this.stopSignal.abort(() => reason);
   }
 
   /** A store call failed under this run: let the executor load it again later; nothing is recorded. */
@@ -338,7 +339,7 @@ export abstract class RunLifecycle {
   wake(): void {
     this.parking = false;
     this.halted = false;
-    this.stopSignal = new AbortController();
+    this.stopSignal = new StopSignal();
     this.order.reopen();
     const held = [...this.waits.entries()].sort(([a], [b]) => a - b);
     this.waits.clear();
