@@ -41,6 +41,8 @@ interface WakeResult {
   maxMs: number;
   /** From the jump to the last run's end. */
   allFinishedMs: number;
+  /** This process's CPU time (user + system) over the same span: what the wake-up cost, load aside. */
+  cpuMs: number;
 }
 
 async function starts(database: string, backend: string, method: StartsResult["method"], runs: number, chunk: number): Promise<StartsResult> {
@@ -98,6 +100,7 @@ async function wake(database: string, backend: string, runs: number, executors: 
       await profiler.post("Profiler.enable");
       await profiler.post("Profiler.start");
     }
+    const cpuAtJump = process.cpuUsage();
     jumpedAt = performance.now();
     clock.advance(SLEEP_MS);
     const doneBy = Date.now() + 300_000;
@@ -105,6 +108,7 @@ async function wake(database: string, backend: string, runs: number, executors: 
       if (Date.now() > doneBy) throw new Error(`only ${finished} of ${runs} runs woke within 5 minutes`);
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
+    const cpu = process.cpuUsage(cpuAtJump);
     if (profiler !== null) {
       const { profile } = await profiler.post("Profiler.stop");
       await writeFile(join(profileDir!, `wake-${backend}.cpuprofile`), JSON.stringify(profile));
@@ -124,6 +128,7 @@ async function wake(database: string, backend: string, runs: number, executors: 
       p99Ms: percentile(sorted, 99),
       maxMs: sorted[sorted.length - 1]!,
       allFinishedMs: lastFinish - jumpedAt,
+      cpuMs: (cpu.user + cpu.system) / 1000,
     };
   } finally {
     for (const cairn of cairns) await cairn.shutdown();
@@ -194,8 +199,8 @@ async function main(): Promise<void> {
     console.log(`\n${runs.toLocaleString("en-US")} runs falling due at once (wake latency: the jump to the body past its sleep)\n`);
     console.log(
       renderTable([
-        ["backend", "executors", "p50 ms", "p99 ms", "max ms", "all finished ms"],
-        ...wakeRows.map((r) => [r.backend, String(r.executors), n(r.p50Ms), n(r.p99Ms), n(r.maxMs), n(r.allFinishedMs)]),
+        ["backend", "executors", "p50 ms", "p99 ms", "max ms", "all finished ms", "CPU ms"],
+        ...wakeRows.map((r) => [r.backend, String(r.executors), n(r.p50Ms), n(r.p99Ms), n(r.maxMs), n(r.allFinishedMs), n(r.cpuMs)]),
       ]),
     );
   }
