@@ -519,7 +519,7 @@ export class Executor implements ExecutionHost {
           return;
         }
         for (const decision of outcome.decisions) {
-          if (decision.executorId !== this.executorId) executorsById.get(decision.executorId)?.poke(false, true);
+          if (decision.executorId !== this.executorId) executorsById.get(decision.executorId)?.poke();
           else void this.loadAssigned(decision.runId, decision.loaded);
         }
         if (outcome.more) this.poke(false, true);

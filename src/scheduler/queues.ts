@@ -55,8 +55,10 @@ const DECISIONS_PER_PASS = 100;
  * SQLite's one writer, so two dispatchers never both fill the last slot of a limit. A peer learns
  * of its runs by NOTIFY (PostgreSQL), a poke (same process) or its next poll, and loads them.
  *
- * Failure semantics: a decision is one transaction with the run's move to `running`: a dispatcher
- * that dies mid-pass leaves each run either still queued or dispatched, never both. A run
+ * Failure semantics: a decision is one transaction with the run's move to `running` (on SQLite,
+ * often the transaction of the group commit that ended the runs whose slots it fills:
+ * `dispatchWithin`): a dispatcher that dies mid-pass leaves each run either still queued or
+ * dispatched, never both. A run
  * dispatched to an executor that dies before (or while) running it is taken over like any run of a
  * dead executor — at once when the death is observable, else after the lease — and keeps its slot
  * meanwhile (it is still running, as far as the limits can tell).
