@@ -11,7 +11,7 @@ import { errorText } from "../store/value/index.js";
 import { setLongTimeout, type LongTimeout } from "../engine/long-timeout.js";
 import { WarmRuns } from "../engine/warm-runs.js";
 import type { RunTracing } from "../engine/tracing.js";
-import type { Queues } from "./queues.js";
+import type { QueueDecision, Queues } from "./queues.js";
 import { wakeOf, type Wake } from "./wake-payloads.js";
 
 export interface ExecutorOptions {
@@ -160,6 +160,7 @@ export class Executor implements ExecutionHost {
     executorsById.set(this.executorId, this);
     await this.options.queues?.register(this.executorId, now);
     this.started = true;
+    this.rideReleases();
     // A jump of a manual clock would make our own heartbeat look stale to executors sharing it.
     this.unsubscribeClock = this.clock.onAdvance(() => {
       void this.heartbeat();
@@ -188,6 +189,8 @@ export class Executor implements ExecutionHost {
     executorsInThisProcess.delete(this.executorId);
     executorsById.delete(this.executorId);
     for (const timer of this.timers) clearInterval(timer);
+    this.stopRiding?.();
+    this.stopRiding = null;
     this.wakeTimer?.clear();
     this.unsubscribeClock?.();
     this.warmRuns.clear();
@@ -489,6 +492,46 @@ export class Executor implements ExecutionHost {
     await Promise.all(others.map((run) => this.loadAssigned(run.runId, run.loaded)));
     return true;
   }
+
+  /**
+   * SQLite: the queues are dispatched inside every group commit that ends or unloads a run here
+   * (`Store.claimOnRelease`), for the slots it frees: the runs that fill them start after that one
+   * commit, where an ordinary pass after it waited for a transaction and an fsync of its own — a
+   * third of a one-step run's commits. Queues declared after launch are dispatched by the ordinary
+   * passes alone, which still follow every release (delayed starts, rate windows, what this left).
+   */
+  private rideReleases(): void {
+    const queues = this.options.queues;
+    if (queues === undefined || !queues.declared || this.store.claimOnRelease === undefined) return;
+    // A getter: the claim is fenced by the id of the incarnation at each commit (it changes when this executor re-registers).
+    const executor = this;
+    this.stopRiding = this.store.claimOnRelease<{ decisions: QueueDecision[]; more: boolean }>({
+      get executorId() {
+        return executor.executorId;
+      },
+      now: () => this.clock.now(),
+      claim: async (db, now) => (this.started ? queues.dispatchWithin(db, this.executorId, now, this.options.leaseMs) : { decisions: [], more: false }),
+      committed: (outcome) => {
+        if (outcome === null) {
+          // Our row is gone: the ordinary pass re-registers first (see claimPass).
+          this.lastDeathCheck = -Infinity;
+          this.poke();
+          return;
+        }
+        for (const decision of outcome.decisions) {
+          if (decision.executorId !== this.executorId) executorsById.get(decision.executorId)?.poke();
+          else void this.loadAssigned(decision.runId, decision.loaded);
+        }
+        if (outcome.more) this.poke(false, true);
+      },
+      failed: (error) => {
+        // Nothing was dispatched: the ordinary pass after the release does it.
+        if (this.started) this.options.onError(error);
+      },
+    });
+  }
+
+  private stopRiding: (() => void) | null = null;
 
   /**
    * A run dispatched to this executor: loaded unless it is loaded already or not ours (any more).

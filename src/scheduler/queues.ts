@@ -38,6 +38,13 @@ const ASSIGNED_ROWS: Statement = {
     FROM (${RUN_SELECT} WHERE r.executor_id = $1 AND r.status = 'running' AND NOT (r.id = ANY($2::text[]))) x`,
 };
 
+/** SQLite: rows of runs ($1 list of ids) as getRun reads them, and whether each has journal rows. */
+const RUNS_WITH_STEPS: Statement = {
+  name: "cairn_queue_runs_with_steps",
+  text: `SELECT x.*, EXISTS (SELECT 1 FROM cairn_steps s WHERE s.run_id = x.id) AS has_steps
+    FROM (${RUN_SELECT} WHERE ${SQLITE.inList("r.id", "$1")}) x`,
+};
+
 /** How many decisions one dispatch transaction makes before letting other writers in. */
 const DECISIONS_PER_PASS = 100;
 
@@ -48,8 +55,10 @@ const DECISIONS_PER_PASS = 100;
  * SQLite's one writer, so two dispatchers never both fill the last slot of a limit. A peer learns
  * of its runs by NOTIFY (PostgreSQL), a poke (same process) or its next poll, and loads them.
  *
- * Failure semantics: a decision is one transaction with the run's move to `running`: a dispatcher
- * that dies mid-pass leaves each run either still queued or dispatched, never both. A run
+ * Failure semantics: a decision is one transaction with the run's move to `running` (on SQLite,
+ * often the transaction of the group commit that ended the runs whose slots it fills:
+ * `dispatchWithin`): a dispatcher that dies mid-pass leaves each run either still queued or
+ * dispatched, never both. A run
  * dispatched to an executor that dies before (or while) running it is taken over like any run of a
  * dead executor — at once when the death is observable, else after the lease — and keeps its slot
  * meanwhile (it is still running, as far as the limits can tell).
@@ -197,19 +206,48 @@ export class Queues {
     return { decisions, more, nextWakeAt: await this.nextWakeAt(this.dialect.list(names), now, delayed) };
   }
 
-  /** The queues decided in a claim transaction (SQLite's, and user policies'), after one look at them all. */
+  /**
+   * SQLite: a dispatch pass inside a transaction the caller holds — the group commit that freed
+   * slots, fenced by the store (`Store.claimOnRelease`) — for the slots those commits freed. The
+   * runs it gives this executor come with their rows, read in the same transaction, so they start
+   * without another read. The executor's next ordinary pass still looks at every queue (delayed
+   * starts, rate windows, what this one left).
+   */
+  async dispatchWithin(db: Connection, executorId: string, now: number, leaseMs: number): Promise<{ decisions: QueueDecision[]; more: boolean }> {
+    // A declaration not stored yet is stored by the ordinary pass (its own commit), not in here.
+    const names = [...this.specs.keys()].filter((name) => !this.unsynced.has(name));
+    const looks = await this.lookAndDecide(names, executorId, now, leaseMs, db, async (body) => body(db, () => undefined));
+    if (looks === null) return { decisions: [], more: false };
+    const mine = looks.decisions.filter((decision) => decision.executorId === executorId);
+    if (mine.length > 0) {
+      const rows = await db.all<Record<string, unknown>>(RUNS_WITH_STEPS, [this.dialect.list(mine.map((decision) => decision.runId))]);
+      const byId = new Map(rows.map((row) => [String(row.id), row]));
+      for (const decision of mine) {
+        const row = byId.get(decision.runId);
+        if (row !== undefined) decision.loaded = { run: toRunRow(row), hasSteps: Number(row.has_steps) === 1 };
+      }
+    }
+    return { decisions: looks.decisions, more: looks.more };
+  }
+
+  /**
+   * The queues decided in a claim transaction (SQLite's, and user policies'), after one look at them
+   * all. `read` is where the looks run (the store, or the transaction `claim` runs in).
+   */
   private async lookAndDecide(
     names: string[],
     executorId: string,
     now: number,
     leaseMs: number,
+    read: Pick<Connection, "all"> = { all: (statement, params) => this.store.select(statement, [...params]) },
+    claim: <T>(body: (db: Connection, wake: () => void) => Promise<T>) => Promise<T | null> = (body) => this.store.claimWith(executorId, now, body),
   ): Promise<{ decisions: QueueDecision[]; more: boolean; delayed: number[] } | null> {
     if (names.length === 0) return { decisions: [], more: false, delayed: [] };
     // One read first, for every queue (lookSql): which have a run ready, when the next delayed one
     // starts, and whether anything could be dispatched. A queue at its limits (every executor
     // full, the rate spent) costs no write transaction — on a SQLite file shared by processes, no
     // turn at the one write lock.
-    const looks = await this.store.select<{ queue: string; ready: unknown; delayed: unknown; open: unknown }>(this.look, [
+    const looks = await read.all<{ queue: string; ready: unknown; delayed: unknown; open: unknown }>(this.look, [
       this.dialect.list(names),
       now,
       executorId,
@@ -222,10 +260,10 @@ export class Queues {
       const spec = this.specs.get(look.queue)!;
       if (spec.partitionConcurrency !== null || spec.policy === "locality" || spec.policy === "sql") {
         // Limits the look does not see: ask the candidates themselves before taking the lock.
-        const [possible] = await this.store.select(this.nextStatement(spec.policySql), [spec.name, now, executorId, now - leaseMs]);
+        const [possible] = await read.all(this.nextStatement(spec.policySql), [spec.name, now, executorId, now - leaseMs]);
         if (possible === undefined) continue;
       }
-      const taken = await this.store.claimWith(executorId, now, async (db, wake) => {
+      const taken = await claim(async (db, wake) => {
         const decided = await this.decide(db, spec, executorId, now, leaseMs);
         // Peers hear of it only when it gave someone else a run: a pass that decided nothing, or
         // only for itself, wakes nobody (else every dispatch would wake every peer into another).

@@ -228,6 +228,17 @@ export interface DeadExecutor {
   heartbeatAt: number;
 }
 
+/** A claim that rides the commits releasing runs (`Store.claimOnRelease`). */
+export interface ReleaseClaim<T> {
+  executorId: string;
+  /** The time of the claim, asked when the commit carrying it begins. */
+  now(): number;
+  claim(db: Connection, now: number): Promise<T>;
+  /** After the commit: what `claim` returned, or null when the claimant's row was gone. */
+  committed(result: T | null): void;
+  failed(error: unknown): void;
+}
+
 export interface ClaimRequest {
   executorId: string;
   /** null claims runs of every version. */
@@ -353,6 +364,19 @@ export interface Store {
    * listening executors (PostgreSQL's NOTIFY; nothing on SQLite).
    */
   claimWith<T>(executorId: string, now: number, body: (db: Connection, wake: () => void) => Promise<T>): Promise<T | null>;
+  /**
+   * SQLite only (absent on PostgreSQL): `claim` rides every group commit that ends or unloads a run
+   * (a `finish` or `suspend` op), in its transaction after its writes — the claim of the slots
+   * those runs free, without a transaction (and an fsync) of its own. Fenced as `claimWith` is:
+   * `claim` runs only while the claimant's row exists, renewing its heartbeat. Until the returned
+   * function removes it.
+   *
+   * Failure semantics: the claim's writes commit with the group's or not at all. A claim that
+   * throws is rolled back alone (a savepoint) and the group's commits go through without it; a
+   * group that fails takes the claim down with it. `committed` hears of the claim only after the
+   * commit (null: the claimant's row is gone, nothing was claimed), `failed` of its error.
+   */
+  claimOnRelease?<T>(rider: ReleaseClaim<T>): () => void;
   /** The earliest `wake_at` among waiting runs this executor may claim. */
   nextWakeAt(appVersion: string | null): Promise<number | null>;
   /** Ids of this executor's runs that are no longer `running` under it (cancelled, taken over). */

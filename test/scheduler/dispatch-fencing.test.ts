@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { storeOf } from "../../src/internal.js";
+import type { Connection } from "../../src/store/connection.js";
 import type { ExecutorRow } from "../../src/store/store.js";
 import pg from "pg";
 import { QUEUE_LOCK_KEY } from "../../src/scheduler/dispatch-sql.js";
@@ -85,6 +86,49 @@ describe.each(BACKENDS)("dispatch fenced by the executor's row on $name", (backe
     expect(run).toMatchObject({ status: "running", executorId: "live" });
     // PostgreSQL: the dispatcher's own run comes back as getRun reads it, so it starts without a read.
     if (backend.name === "postgres") expect(taken?.decisions[0]?.loaded).toEqual({ run, hasSteps: false });
+  });
+
+  // SQLite: a dispatch riding the group commit that ends a run (Store.claimOnRelease) is fenced
+  // the same way, commits with the group or not at all, and fails alone.
+  it.skipIf(backend.name !== "sqlite")("a dispatch riding a run's end commits with it, runs nothing under a removed id, and fails alone", async () => {
+    const { store, queues, t } = await queuedRunAndLivePeer();
+    const finish = (runId: string) => store.commit(null, [{ type: "finish", runId, status: "succeeded", output: null, error: null, at: t }]);
+    const ride = (executorId: string, claim: (db: Connection, now: number) => Promise<unknown>) =>
+      new Promise<{ committed?: unknown; failed?: unknown }>((resolve) => {
+        const stop = store.claimOnRelease!({
+          executorId,
+          now: () => t + 1,
+          claim,
+          committed: (result) => (stop(), resolve({ committed: result })),
+          failed: (error) => (stop(), resolve({ failed: error })),
+        });
+      });
+
+    // A removed id: the claim does not run; the run's end commits all the same.
+    let ran = false;
+    const ghost = ride("ghost", async () => (ran = true));
+    await finish("gone-1");
+    expect(await ghost).toEqual({ committed: null });
+    expect(ran).toBe(false);
+
+    // A claim that throws is rolled back alone: its write is undone, the run's end is not.
+    const broken = ride("live", async (db) => {
+      await db.run({ text: "UPDATE cairn_runs SET status = 'running', executor_id = 'live' WHERE id = 'queued-1'" }, []);
+      throw new Error("claim broke");
+    });
+    await finish("gone-2");
+    expect(((await broken).failed as Error).message).toBe("claim broke");
+    expect((await store.getRun("queued-1"))?.status).toBe("enqueued");
+
+    // A registered id: the run is dispatched in the commit, recorded, and comes back with its row.
+    const taken = ride("live", (db, now) => queues.dispatchWithin(db, "live", now, 30_000));
+    await finish("gone-3");
+    const { committed } = await taken;
+    const run = await store.getRun("queued-1");
+    expect(run).toMatchObject({ status: "running", executorId: "live" });
+    expect(committed).toEqual({ decisions: [{ queue: "q", runId: "queued-1", executorId: "live", loaded: { run, hasSteps: false } }], more: false });
+    const [row] = (await store.query("SELECT dispatched_at, executor_id, policy FROM cairn_queue_runs WHERE run_id = $1", ["queued-1"])).rows;
+    expect(row).toMatchObject({ dispatched_at: t + 1, executor_id: "live", policy: "fifo" });
   });
 
   // PostgreSQL: dispatchers of a queue take turns on its advisory lock; one that finds it held

@@ -15,6 +15,7 @@ import type {
   NewRun,
   OperatorQueryOptions,
   QueryResult,
+  ReleaseClaim,
   RunRow,
   SqlClient,
   StepRecord,
@@ -27,6 +28,11 @@ import { sqliteOperatorQuery } from "./sqlite-operator-query.js";
 /** The claim's fence inside an immediate transaction (one writer: the row cannot go before the commit). */
 const EXECUTOR_EXISTS = "SELECT 1 AS ok FROM cairn_executors WHERE id = $1";
 import { SqliteWrites } from "./sqlite-writes.js";
+
+/** Whether a write ends or unloads a run, freeing its executor's slot (see `claimOnRelease`). */
+function releasesRun(op: WriteOp): boolean {
+  return op.type === "finish" || op.type === "suspend";
+}
 
 export interface SqliteStoreOptions {
   /** "FULL" (the default) survives power loss; "NORMAL" survives process crashes only. */
@@ -187,15 +193,72 @@ export class SqliteStore extends SqlStore<null> implements Store {
     this.queue = [];
     this.flushScheduled = false;
     const outcomes: unknown[] = new Array(batch.length).fill(null);
+    const riders = this.releaseClaims.size > 0 && batch.some((pending) => pending.ops.some(releasesRun)) ? [...this.releaseClaims] : [];
+    const rode: { result?: unknown; error?: unknown }[] = [];
     try {
-      this.applyBatch.immediate(batch, outcomes);
+      if (riders.length === 0) this.applyBatch.immediate(batch, outcomes);
+      else await this.applyRidden(batch, outcomes, riders, rode);
     } catch (error) {
       outcomes.fill(error);
+      rode.length = 0;
+      for (let i = 0; i < riders.length; i++) rode.push({ error });
     } finally {
       this.lock.release();
     }
     batch.forEach((pending, i) => (outcomes[i] === null ? pending.resolve() : pending.reject(outcomes[i])));
+    riders.forEach((rider, i) => {
+      const outcome = rode[i];
+      if (outcome === undefined) return;
+      if ("error" in outcome) rider.failed(outcome.error);
+      else rider.committed(outcome.result);
+    });
   }
+
+  /**
+   * The group's commits, then the claims riding them (`claimOnRelease`), in one transaction. The
+   * claims run after the group's writes, so they see the slots those free. The transaction is held
+   * across the claims' awaits as `writeTransaction` holds it: they await only this connection's
+   * statements, which better-sqlite3 runs synchronously.
+   */
+  private async applyRidden(
+    batch: PendingCommit[],
+    outcomes: unknown[],
+    riders: ReleaseClaim<unknown>[],
+    rode: { result?: unknown; error?: unknown }[],
+  ): Promise<void> {
+    this.db.exec("BEGIN IMMEDIATE");
+    try {
+      // Inside an open transaction, better-sqlite3 runs the group's transaction as a savepoint.
+      this.applyBatch(batch, outcomes);
+      for (const rider of riders) {
+        this.db.exec("SAVEPOINT cairn_release_claim");
+        try {
+          const now = rider.now();
+          const connection = this.statements.connection();
+          const claimed = (await connection.run(this.sql.renewClaimant, [now, rider.executorId])) === 0 ? null : await rider.claim(connection, now);
+          this.db.exec("RELEASE cairn_release_claim");
+          rode.push({ result: claimed });
+        } catch (error) {
+          // The claim alone is undone: the group's commits do not depend on it.
+          this.db.exec("ROLLBACK TO cairn_release_claim");
+          this.db.exec("RELEASE cairn_release_claim");
+          rode.push({ error });
+        }
+      }
+      this.db.exec("COMMIT");
+    } catch (error) {
+      if (this.db.inTransaction) this.db.exec("ROLLBACK");
+      throw error;
+    }
+  }
+
+  claimOnRelease<T>(rider: ReleaseClaim<T>): () => void {
+    const held = rider as ReleaseClaim<unknown>;
+    this.releaseClaims.add(held);
+    return () => this.releaseClaims.delete(held);
+  }
+
+  private readonly releaseClaims = new Set<ReleaseClaim<unknown>>();
 
   protected reader(): Connection {
     return this.statements.connection();
