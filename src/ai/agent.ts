@@ -50,6 +50,12 @@ export interface AgentSpec extends LoopSettings {
   modelTimeoutMs?: number;
   /** "fail" (default): a spent budget ends the run with BudgetExceededError. "ask": wait for approval of more. */
   onBudgetExceeded?: "fail" | "ask";
+  /**
+   * Commit model-call records without waiting for their fsync, forcing it before the next tool
+   * execution, message, approval or result. Default false. What a power loss can then erase, and
+   * what runs again: see `RecordedModelOptions.deferModelCallFsync`.
+   */
+  deferModelCallFsync?: boolean;
 }
 
 /** `{ prompt }` or `{ messages }`; `delegation` is set by a parent agent. */
@@ -146,6 +152,7 @@ export function agentBody(spec: AgentSpec, settings: AgentSettings = {}) {
       retries: spec.modelRetries ?? 2,
       onBudgetExceeded: spec.onBudgetExceeded ?? "fail",
       ...(spec.modelTimeoutMs === undefined ? {} : { timeoutMs: spec.modelTimeoutMs }),
+      ...(spec.deferModelCallFsync === true ? { deferModelCallFsync: true } : {}),
     } as const;
     const recorded = new WeakMap<object, CairnLanguageModel>();
     const record = (model: unknown, field: string): CairnLanguageModel => {
@@ -175,6 +182,7 @@ export function agentBody(spec: AgentSpec, settings: AgentSettings = {}) {
       modelRetries: _retries,
       modelTimeoutMs: _timeout,
       onBudgetExceeded: _onBudget,
+      deferModelCallFsync: _defer,
       prepareStep,
       stopWhen,
       ...loop

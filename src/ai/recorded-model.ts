@@ -55,6 +55,25 @@ export interface RecordedModelOptions {
   timeoutMs?: number;
   /** "fail" (default): a spent budget fails the run. "ask": wait for an approval to raise it. */
   onBudgetExceeded?: "fail" | "ask";
+  /**
+   * External synchrony for model calls. Default false: each call's record waits for its fsync
+   * (SQLite, synchronous=FULL) or WAL flush (PostgreSQL) before the SDK sees the response, as every
+   * record does. True: a `generateText` call's record (the step, its `cairn_model_calls` row and
+   * budget charge) commits without waiting; the run forces the fsync before its next operation that
+   * can act on the world — a step or tool execution, a message sent, an approval requested, an event
+   * set, a child started, a sleep, any other durable operation — and before its result is returned
+   * (the finish commit waits, as ever). Streamed calls (`doStream`) always wait: their parts reach
+   * readers. Calls made inside a step's or tool's function always wait: code there may act directly.
+   *
+   * Failure semantics: a process crash loses nothing (the commit reached the WAL). A power loss of
+   * the machine (SQLite), or a crash or power loss of the database server (PostgreSQL), can erase the
+   * records of model calls made since the last forced fsync: on recovery those calls run again —
+   * charged twice by the provider, and possibly answering differently — but never after anything
+   * that depended on them reached the world, since that waited for the fsync first. Readers of the
+   * database (the dashboard, `cairn sql`, spans already exported) may see a record that is then erased.
+   * Code that acts without `ctx` (a `fetch` in an SDK callback) is not covered.
+   */
+  deferModelCallFsync?: boolean;
 }
 
 /**
@@ -195,6 +214,7 @@ export function recordedModel<M extends CairnLanguageModel>(run: DurableRun, giv
         fingerprint: view.fingerprint,
         options: stepOptions(params, () => false),
         trace: generateSpan(model, params),
+        deferDurability: options.deferModelCallFsync === true,
         execute: async ({ signal, seq }) => {
           recordedSeq = seq;
           chain = await admit();

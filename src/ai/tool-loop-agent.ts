@@ -6,7 +6,7 @@ import type { CairnLanguageModel } from "./sdk-version.js";
 /** What Cairn adds to a `ToolLoopAgent` passed to `cairn.agent(name, agent, options)`. */
 export type CairnAgentOptions = Pick<
   AgentSpec,
-  "permissions" | "budget" | "pricing" | "agents" | "maxSteps" | "modelRetries" | "modelTimeoutMs" | "onBudgetExceeded"
+  "permissions" | "budget" | "pricing" | "agents" | "maxSteps" | "modelRetries" | "modelTimeoutMs" | "onBudgetExceeded" | "deferModelCallFsync"
 >;
 
 export function isToolLoopAgent(value: unknown): value is ToolLoopAgent<never, any, any> {

@@ -20,6 +20,7 @@ import { toExecutorRow, toRunRow, toStepRow } from "./rows.js";
 import { act, all, run, type Script } from "./script.js";
 import { statements, type Statements } from "./statements.js";
 import type {
+  CommitOptions,
   DeadExecutor,
   ExecutorRow,
   Fence,
@@ -80,7 +81,7 @@ export abstract class SqlStore<Tx> {
    */
   protected abstract lockPayloads(tx: Tx): Promise<void>;
 
-  abstract commit(fence: Fence | null, ops: WriteOp[]): Promise<void>;
+  abstract commit(fence: Fence | null, ops: WriteOp[], options?: CommitOptions): Promise<void>;
 
   /** `Store.commitRuns`: the commit, then one read of the runs' rows (PostgreSQL overrides it without the read). */
   async commitRuns(ops: WriteOp[]): Promise<Map<string, RunRow>> {

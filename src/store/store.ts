@@ -170,7 +170,45 @@ export type WriteOp =
   | { type: "suspend"; runId: string; wait: WaitCondition; at: number }
   /** Records when the workflow saw a step that was written earlier complete (a sleep's wake-up). */
   | { type: "completion"; runId: string; seq: number; completion: number }
+  /**
+   * The durability barrier of external synchrony (see {@link CommitOptions}): touches the run's row
+   * (`updated_at`), so that the commit writes something and waits for its flush — a commit that
+   * writes nothing forces no fsync on SQLite and no WAL flush on PostgreSQL — and with it every
+   * commit before it. Commit it under the run's fence: a run lost meanwhile gets a FencedError.
+   */
+  | { type: "barrier"; runId: string; at: number }
   | RowOp;
+
+/**
+ * External synchrony (Nightingale et al., "Rethink the sync"): a commit may resolve before it is
+ * durable, as long as nothing the outside world can see depends on it before a later commit made it
+ * durable. Every commit without `deferDurability` waits for its own durability, and so makes every
+ * commit before it durable too: SQLite in WAL mode fsyncs the whole WAL file at a commit with
+ * `synchronous=FULL`, frames of earlier commits at NORMAL included; PostgreSQL flushes WAL up to a
+ * synchronous commit's record, past every earlier commit's.
+ */
+export interface CommitOptions {
+  /**
+   * Resolve once committed (visible to readers, surviving a crash of this process), without waiting
+   * for an fsync (SQLite: the transaction runs at `synchronous=NORMAL`) or a WAL flush (PostgreSQL:
+   * `SET LOCAL synchronous_commit = off`). A power loss — or, on PostgreSQL, a crash of the server —
+   * may erase it until a later commit without this option has resolved. Counted in
+   * {@link Store.durability}. Commits that meet in one group commit with one that waits all wait.
+   */
+  deferDurability?: boolean;
+}
+
+/**
+ * The store's durability watermark (external synchrony): `deferred` counts the commits that resolved
+ * without waiting for durability (commits with `deferDurability` that did not share a flush with a
+ * durable one); `durable` is how many of them a `barrier` commit has since made durable. Equal: no
+ * commit of this store is at risk of a power loss. Other commits that wait for durability make the
+ * earlier ones durable too, but only a barrier moves the watermark.
+ */
+export interface DurabilityWatermark {
+  readonly deferred: number;
+  readonly durable: number;
+}
 
 export interface ReceiveRequest {
   runId: string;
@@ -320,7 +358,9 @@ export interface Store {
    * grouped into one database transaction (group commit); each caller resumes only after its own
    * ops are durable, and a refused fence fails only its own commit.
    */
-  commit(fence: Fence | null, ops: WriteOp[]): Promise<void>;
+  commit(fence: Fence | null, ops: WriteOp[], options?: CommitOptions): Promise<void>;
+  /** External synchrony's watermark (see {@link CommitOptions}). */
+  readonly durability: DurabilityWatermark;
   /**
    * Starts: commits `ops` unfenced, as `commit(null, ops)` does, and returns the row of every run
    * its `run` ops name — the row this commit created, or, for an id that existed already (a second

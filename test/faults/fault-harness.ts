@@ -141,6 +141,15 @@ export interface ScratchCluster {
   url: string;
   /** `pg_ctl restart -m <mode>`: every session ends; the server is back when this returns. */
   restart(mode: "fast" | "immediate"): void;
+  /**
+   * `pg_ctl stop -m immediate` (synchronously): the server's processes exit at once and the WAL
+   * still in its buffers is gone — the stand-in for a power loss of the server. `start()` brings it
+   * back (crash recovery from the WAL that reached the files).
+   */
+  crash(): void;
+  start(): void;
+  /** One statement through psql (synchronously): its rows, tab-separated, one line each. */
+  psql(sql: string): string[];
   stop(): void;
 }
 
@@ -155,7 +164,7 @@ export function noScratchCluster(): string | undefined {
   return existsSync(initdb) ? undefined : `no initdb at ${initdb} (set CAIRN_PG_BIN)`;
 }
 
-export function startScratchCluster(port: number): ScratchCluster {
+export function startScratchCluster(port: number, serverOptions = ""): ScratchCluster {
   const root = mkdtempSync(join(tmpdir(), "cairn-pg-"));
   const data = join(root, "data");
   const asRoot = process.getuid?.() === 0;
@@ -171,8 +180,9 @@ export function startScratchCluster(port: number): ScratchCluster {
     if (result.status !== 0) throw new Error(`${binary} ${args.join(" ")} failed: ${result.stderr || result.stdout}`);
   };
   run("initdb", ["-D", data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"]);
-  const options = `-p ${port} -k ${root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100`;
-  run("pg_ctl", ["-D", data, "-o", options, "-l", join(root, "log"), "-w", "-t", "30", "start"]);
+  const options = `-p ${port} -k ${root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100 ${serverOptions}`;
+  const start = (): void => run("pg_ctl", ["-D", data, "-o", options, "-l", join(root, "log"), "-w", "-t", "30", "start"]);
+  start();
   let stopped = false;
   const stop = (): void => {
     if (stopped) return;
@@ -188,6 +198,18 @@ export function startScratchCluster(port: number): ScratchCluster {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     restart(mode) {
       run("pg_ctl", ["-D", data, "-m", mode, "-l", join(root, "log"), "-w", "-t", "30", "restart"]);
+    },
+    crash() {
+      run("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]);
+    },
+    start,
+    psql(sql) {
+      const result = spawnSync(join(PG_BIN, "psql"), ["-X", "-A", "-t", "-F", "\t", "-h", "127.0.0.1", "-p", String(port), "-U", "postgres", "-c", sql], {
+        encoding: "utf8",
+        timeout: 30_000,
+      });
+      if (result.status !== 0) throw new Error(`psql failed: ${result.stderr || result.stdout}`);
+      return result.stdout.split("\n").filter((line) => line !== "");
     },
     stop,
   };

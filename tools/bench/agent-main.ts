@@ -67,6 +67,7 @@ async function main(): Promise<void> {
     `checkpoint time LangGraph ÷ Cairn ${report.checkpointTimeRatio.toFixed(2)}× (GC out of both ${report.checkpointTimeRatioWithoutGc.toFixed(2)}×; ` +
       `LangGraph as shipped ${report.checkpointTimeRatioVsDefault.toFixed(2)}×), bytes ${report.storageRatio.toFixed(1)}×`,
   );
+  console.log(`checkpoint time LangGraph ÷ Cairn with deferModelCallFsync ${report.checkpointTimeRatioDeferred.toFixed(2)}×`);
 }
 
 function line(arm: ArmMeasurement): string {

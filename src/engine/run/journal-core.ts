@@ -1,5 +1,5 @@
 import { InvalidSpecError, NonDeterminismError, RunNotFoundError, FencedError } from "../../errors.js";
-import type { RunRow, StepKind, StepRecord, StepRow, StoredValue, WriteOp } from "../../store/store.js";
+import type { CommitOptions, RunRow, StepKind, StepRecord, StepRow, StoredValue, WriteOp } from "../../store/store.js";
 import { errorFromText, errorText, fromStored } from "../../store/value/index.js";
 import { CompletionOrder } from "../completion-order.js";
 import { validateOperationName } from "../names.js";
@@ -15,6 +15,8 @@ export { never, type ExecutionHost, type Wait } from "./lifecycle.js";
  * await timers between durable operations (the AI SDK's retry delays, for one).
  */
 export const DEFAULT_REPLAY_STALL_MS = 30_000;
+
+const DEFERRED: CommitOptions = Object.freeze({ deferDurability: true });
 
 /**
  * One call of a durable operation: its place in the journal (seq, identity, path, key), the record
@@ -274,10 +276,13 @@ export class JournalCore extends RunLifecycle {
     };
   }
 
-  /** Commits ops under this run's fence; false means the run was lost (and is now released). */
-  async write(ops: WriteOp[], outcome?: { committed: boolean }): Promise<boolean> {
+  /**
+   * Commits ops under this run's fence; false means the run was lost (and is now released).
+   * `deferDurability`: see CommitOptions (store.ts) — only for a record nothing outside depends on yet.
+   */
+  async write(ops: WriteOp[], outcome?: { committed: boolean }, deferDurability = false): Promise<boolean> {
     try {
-      await this.store.commit(this.fence, ops);
+      await (deferDurability ? this.store.commit(this.fence, ops, DEFERRED) : this.store.commit(this.fence, ops));
       this.watch.wrote(ops);
       if (outcome !== undefined) outcome.committed = true;
       return !this.stopped;
@@ -301,10 +306,36 @@ export class JournalCore extends RunLifecycle {
    * Writes a step's record with `also` in one commit (poking the executor after it if `poke`: it
    * enqueued work), then waits for its turn to be handed over.
    */
-  async writeAndDeliver(step: StepRecord, also: WriteOp[] | null = null, poke = false, outcome?: { committed: boolean }): Promise<boolean> {
-    if (!(await this.write(also === null || also.length === 0 ? [{ type: "step", step }] : [...also, { type: "step", step }], outcome))) return false;
+  async writeAndDeliver(
+    step: StepRecord,
+    also: WriteOp[] | null = null,
+    poke = false,
+    outcome?: { committed: boolean },
+    deferDurability = false,
+  ): Promise<boolean> {
+    const ops: WriteOp[] = also === null || also.length === 0 ? [{ type: "step", step }] : [...also, { type: "step", step }];
+    if (!(await this.write(ops, outcome, deferDurability))) return false;
     if (poke) this.host.poke();
     return this.delivered(step.completion ?? null);
+  }
+
+  /**
+   * External synchrony: whether some commit of this store resolved without waiting to be durable
+   * and no barrier has covered it since (the store's watermark, DurabilityWatermark).
+   */
+  undurable(): boolean {
+    const { deferred, durable } = this.store.durability;
+    return durable < deferred;
+  }
+
+  /**
+   * Makes every deferred commit of the store durable before the caller acts on the world: one
+   * commit of a barrier op under the run's fence, which waits for its fsync (SQLite) or WAL flush
+   * (PostgreSQL) and covers every commit before it. Concurrent barriers share one group commit.
+   * False: the run was lost meanwhile (as `write`).
+   */
+  barrier(): Promise<boolean> {
+    return this.write([{ type: "barrier", runId: this.runId, at: this.clock.now() }]);
   }
 
   where(seq: number, name: string): string {

@@ -44,6 +44,11 @@ export interface DurableOperation<Call, Work, T> {
   result?(run: JournalCore, began: Began, call: Call, work: Work): T;
   /** What a layer above says of the operation's span (run/steps.ts: `OperationSpec.trace`). */
   trace?(call: Call): OperationTraceSpec<Work> | undefined;
+  /**
+   * External synchrony: true when this call's record may commit without waiting to be durable
+   * (`OperationSpec.deferDurability`). Such a call does not wait for the barrier before it acts.
+   */
+  defers?(call: Call, began: Began): boolean;
 }
 
 /** Runs one call of a durable operation through the skeleton (see DurableOperation). */
@@ -70,6 +75,13 @@ export async function perform<Call, Work, T>(
   // After a pause past the lease, the run may be a peer's by now: confirm before acting (see ownsRun).
   const owned = op.clears === false ? true : run.ownsRun();
   if (owned !== true && !(await owned)) return never();
+  // External synchrony: nothing acts on the world while a record it may depend on could still be
+  // erased by a power loss. Every live operation but a deferring one (a model call, which only
+  // reads) first makes the store's deferred commits durable (JournalCore.barrier). A run loaded
+  // from its journal needs no such care: its claim was a commit that waited for durability, and
+  // made every row before it durable.
+  const defers = op.defers?.(call, began) === true;
+  if (!defers && run.undurable() && !(await run.barrier())) return never();
   const spec = run.trace === undefined ? undefined : op.trace?.(call);
   const span = run.trace?.operation(kind, name, began.seq, began.identity, run.scope().identity, spec as OperationTraceSpec<never> | undefined);
   if (op.record === undefined) {
@@ -97,7 +109,7 @@ export async function perform<Call, Work, T>(
     step = op.record(run, began, call, work as Work);
     if (span !== undefined && began.also !== null) began.also = span.carry(began.also);
     try {
-      if (!(await run.writeAndDeliver(step, began.also, op.pokes === true, written))) {
+      if (!(await run.writeAndDeliver(step, began.also, op.pokes === true, written, defers))) {
         uncommitted = !written.committed;
         return never();
       }

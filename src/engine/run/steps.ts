@@ -32,6 +32,14 @@ export interface OperationSpec<T> {
   onRecorded?: (value: T, seq: number, live: boolean) => void;
   /** What the operation's span says when it acts live and a tracer records it (engine/tracing.ts). */
   trace?: OperationTraceSpec<Outcome<T>>;
+  /**
+   * External synchrony: commit the record without waiting for it to be durable (CommitOptions,
+   * store.ts), for an operation whose outcome the world cannot see until the workflow acts on it
+   * (a model call). The run makes it durable before its next operation of any other kind acts.
+   * Honoured at the workflow's top only: inside a step's or tool's function, code that is not an
+   * operation may act on the outcome at once, so a nested call's record waits as every record does.
+   */
+  deferDurability?: boolean;
 }
 
 /** Read, never written: a step without options shares this one. */
@@ -80,6 +88,7 @@ const stepOperation: DurableOperation<OperationSpec<unknown>, Outcome<unknown>, 
     return value;
   },
   trace: (spec) => spec.trace,
+  defers: (spec, began) => spec.deferDurability === true && !began.nested,
 };
 
 /**

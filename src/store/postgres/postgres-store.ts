@@ -8,8 +8,10 @@ import { createdRunRow, toRunRow } from "../rows.js";
 import { fenced, runIdsOf, SqlStore } from "../sql-store.js";
 import { runAsync, type Request, type Script } from "../script.js";
 import { CLAIM_SET, claimable } from "../statements.js";
+import { Durability, hasBarrier } from "../durability.js";
 import type {
   ClaimRequest,
+  CommitOptions,
   Fence,
   NewRun,
   OperatorQueryOptions,
@@ -37,6 +39,8 @@ export interface PostgresStoreOptions {
 interface PendingCommit {
   fence: Fence | null;
   ops: WriteOp[];
+  /** CommitOptions.deferDurability. */
+  defer: boolean;
   resolve: () => void;
   reject: (error: unknown) => void;
   /** `commitRuns`: filled with the ids of the runs this commit created (see flush). */
@@ -88,6 +92,7 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
   private queue: PendingCommit[] = [];
   private flushing: Promise<void> | null = null;
   private readonly session: PostgresSession;
+  readonly durability = new Durability();
 
   constructor(
     readonly url: string,
@@ -196,9 +201,13 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
     clearTimeout(timer);
   }
 
-  commit(fence: Fence | null, ops: WriteOp[], created?: Set<string>): Promise<void> {
+  commit(fence: Fence | null, ops: WriteOp[], options?: CommitOptions): Promise<void> {
+    return this.enqueue(fence, ops, options?.deferDurability === true);
+  }
+
+  private enqueue(fence: Fence | null, ops: WriteOp[], defer: boolean, created?: Set<string>): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ fence, ops, resolve, reject, ...(created === undefined ? {} : { created }) });
+      this.queue.push({ fence, ops, defer, resolve, reject, ...(created === undefined ? {} : { created }) });
       this.flushing ??= this.flushQueue();
     });
   }
@@ -209,7 +218,7 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
    */
   override async commitRuns(ops: WriteOp[]): Promise<Map<string, RunRow>> {
     const created = new Set<string>();
-    await this.commit(null, ops, created);
+    await this.enqueue(null, ops, false, created);
     const rows = new Map<string, RunRow>();
     for (const op of ops) {
       if (op.type === "run" && created.has(op.run.id) && !rows.has(op.run.id)) rows.set(op.run.id, createdRunRow(op.run));
@@ -236,10 +245,24 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
 
   private async flush(batch: PendingCommit[]): Promise<void> {
     const outcomes: unknown[] = new Array(batch.length).fill(null);
+    // External synchrony (store.ts, CommitOptions): a batch of deferred commits is one transaction
+    // with `synchronous_commit = off` — the general path, whatever shape it has.
+    const deferred = batch.every((pending) => pending.defer);
+    const covers = this.durability.batchStarts();
     try {
       await retrying(async () => {
         outcomes.fill(null);
         for (const pending of batch) pending.created?.clear();
+        if (deferred) {
+          try {
+            await this.inTransaction((client) => this.applyBatch(client, batch, outcomes, false), true);
+          } catch (error) {
+            if (batch.length === 1 || !(isConstraintError(error) || error instanceof RunNotFoundError)) throw error;
+            outcomes.fill(null);
+            await this.inTransaction((client) => this.applyBatch(client, batch, outcomes, true), true);
+          }
+          return;
+        }
         const steps = stepOnly(batch);
         const single = steps?.length === 1 && steps[0]!.steps.length === 1 && steps[0]!.steps[0]!.output?.hash == null ? steps[0]! : null;
         const finish = finishOnly(batch);
@@ -310,6 +333,14 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
     } catch (error) {
       outcomes.fill(error);
     }
+    let barrier = false;
+    let committed = 0;
+    batch.forEach((pending, i) => {
+      if (outcomes[i] !== null) return;
+      committed++;
+      if (!deferred && hasBarrier(pending.ops)) barrier = true;
+    });
+    this.durability.batchEnded(covers, deferred ? committed : 0, barrier);
     batch.forEach((pending, i) => (outcomes[i] === null ? pending.resolve() : pending.reject(outcomes[i])));
   }
 
@@ -525,7 +556,11 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
     return postgresOperatorQuery(this.pool, this.url, TYPES, sql, options);
   }
 
-  private async inTransaction<T>(fn: (client: PoolClient) => Promise<T>): Promise<T> {
+  /**
+   * `deferDurability`: the commit does not wait for its WAL to be flushed (SET LOCAL, so only this
+   * transaction; sent with BEGIN as one simple query, one round trip).
+   */
+  private async inTransaction<T>(fn: (client: PoolClient) => Promise<T>, deferDurability = false): Promise<T> {
     const client = await this.pool.connect();
     // pg emits a socket error (a server restart, a terminated backend) on the checked-out client as
     // well as failing its query; the pool listens only while a client is idle, so with no listener
@@ -534,7 +569,7 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
     client.on("error", ignore);
     let broken: Error | undefined;
     try {
-      await client.query("BEGIN");
+      await client.query(deferDurability ? "BEGIN; SET LOCAL synchronous_commit = off" : "BEGIN");
       const result = await fn(client);
       await client.query("COMMIT");
       return result;

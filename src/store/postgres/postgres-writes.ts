@@ -388,6 +388,10 @@ export class PostgresWrites {
           values: [op.completion, op.runId, op.seq],
         });
         return;
+      case "barrier":
+        // A write, so the transaction has a commit record to flush (store.ts, the barrier op).
+        await db.query({ name: "cairn_touch_run", text: "UPDATE cairn_runs SET updated_at = $1 WHERE id = $2", values: [op.at, op.runId] });
+        return;
       case "insert":
       case "update":
       case "delete": {

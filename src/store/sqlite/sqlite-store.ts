@@ -9,8 +9,10 @@ import { positionalPlaceholders, toRunRow } from "../rows.js";
 import { fenced, SqlStore } from "../sql-store.js";
 import { runSync, type Request, type Script } from "../script.js";
 import { CLAIM_SET, claimable } from "../statements.js";
+import { Durability, hasBarrier } from "../durability.js";
 import type {
   ClaimRequest,
+  CommitOptions,
   Fence,
   NewRun,
   OperatorQueryOptions,
@@ -44,6 +46,8 @@ export interface SqliteStoreOptions {
 interface PendingCommit {
   fence: Fence | null;
   ops: WriteOp[];
+  /** CommitOptions.deferDurability. */
+  defer: boolean;
   resolve: () => void;
   reject: (error: unknown) => void;
 }
@@ -88,6 +92,14 @@ export class SqliteStore extends SqlStore<null> implements Store {
   private readonly lock: Mutex;
   private queue: PendingCommit[] = [];
   private flushScheduled = false;
+  readonly durability = new Durability();
+  /**
+   * Deferred commits run at NORMAL only when the store is FULL (or EXTRA): below that no commit
+   * waits for an fsync, and there is nothing to defer.
+   */
+  private readonly deferrable: boolean;
+  private readonly synchronousNormal: Database.Statement | null = null;
+  private readonly synchronousRestore: Database.Statement | null = null;
 
   constructor(
     readonly path: string,
@@ -107,6 +119,15 @@ export class SqliteStore extends SqlStore<null> implements Store {
     if (!options.readonly) {
       this.db.pragma("journal_mode = WAL");
       this.db.pragma(`synchronous = ${options.synchronous ?? "FULL"}`);
+    }
+    // PRAGMA synchronous is the connection's, and may change between transactions: a deferred
+    // batch commits at NORMAL (its WAL frames are written, not fsynced), and the connection goes
+    // back to FULL at once, so every other write here still fsyncs — and the next commit at FULL
+    // fsyncs the whole WAL file, the deferred frames with it.
+    this.deferrable = !options.readonly && (options.synchronous ?? "FULL") === "FULL";
+    if (this.deferrable) {
+      this.synchronousNormal = this.db.prepare("PRAGMA synchronous = NORMAL");
+      this.synchronousRestore = this.db.prepare("PRAGMA synchronous = FULL");
     }
     this.statements = new SqliteStatements(this.db);
     this.writes = new SqliteWrites(this.db, this.statements, this.layers);
@@ -176,9 +197,9 @@ export class SqliteStore extends SqlStore<null> implements Store {
     this.db.close();
   }
 
-  commit(fence: Fence | null, ops: WriteOp[]): Promise<void> {
+  commit(fence: Fence | null, ops: WriteOp[], options?: CommitOptions): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ fence, ops, resolve, reject });
+      this.queue.push({ fence, ops, defer: options?.deferDurability === true, resolve, reject });
       if (!this.flushScheduled) {
         this.flushScheduled = true;
         setImmediate(() => void this.flush());
@@ -195,9 +216,18 @@ export class SqliteStore extends SqlStore<null> implements Store {
     const outcomes: unknown[] = new Array(batch.length).fill(null);
     const riders = this.releaseClaims.size > 0 && batch.some((pending) => pending.ops.some(releasesRun)) ? [...this.releaseClaims] : [];
     const rode: { result?: unknown; error?: unknown }[] = [];
+    // External synchrony (store.ts, CommitOptions): a batch of deferred commits only skips the fsync.
+    // (It never carries a ridden claim: a finish or suspend is never deferred.)
+    const deferred = this.deferrable && batch.every((pending) => pending.defer);
+    const covers = this.durability.batchStarts();
     try {
-      if (riders.length === 0) this.applyBatch.immediate(batch, outcomes);
-      else await this.applyRidden(batch, outcomes, riders, rode);
+      if (deferred) this.synchronousNormal!.run();
+      try {
+        if (riders.length === 0) this.applyBatch.immediate(batch, outcomes);
+        else await this.applyRidden(batch, outcomes, riders, rode);
+      } finally {
+        if (deferred) this.synchronousRestore!.run();
+      }
     } catch (error) {
       outcomes.fill(error);
       rode.length = 0;
@@ -205,6 +235,14 @@ export class SqliteStore extends SqlStore<null> implements Store {
     } finally {
       this.lock.release();
     }
+    let barrier = false;
+    let committed = 0;
+    batch.forEach((pending, i) => {
+      if (outcomes[i] !== null) return;
+      committed++;
+      if (!deferred && hasBarrier(pending.ops)) barrier = true;
+    });
+    this.durability.batchEnded(covers, deferred ? committed : 0, barrier);
     batch.forEach((pending, i) => (outcomes[i] === null ? pending.resolve() : pending.reject(outcomes[i])));
     riders.forEach((rider, i) => {
       const outcome = rode[i];

@@ -29,7 +29,8 @@ export class SqliteWrites {
     | "suspend"
     | "inbox"
     | "childFinished"
-    | "completion",
+    | "completion"
+    | "touchRun",
     Statement
   >;
   private messagePosition = 0;
@@ -91,6 +92,7 @@ export class SqliteWrites {
          WHERE m.run_id = ? AND m.topic = ? AND m.consumed_at IS NULL ORDER BY m.position, m.id LIMIT 1`,
       ),
       completion: db.prepare("UPDATE cairn_steps SET completion = ? WHERE run_id = ? AND seq = ?"),
+      touchRun: db.prepare("UPDATE cairn_runs SET updated_at = ? WHERE id = ?"),
       childFinished: db.prepare(
         `SELECT 1 FROM cairn_runs WHERE id IN (SELECT value FROM json_each(?))
          AND status IN ('succeeded', 'failed', 'cancelled') LIMIT 1`,
@@ -134,6 +136,10 @@ export class SqliteWrites {
         return;
       case "completion":
         this.s.completion.run(op.completion, op.runId, op.seq);
+        return;
+      case "barrier":
+        // A write, so the commit has a WAL frame to fsync (store.ts, the barrier op).
+        this.s.touchRun.run(op.at, op.runId);
         return;
       case "insert": {
         const { statement, values } = this.inserts.statementFor(op, this.layers.writableTables());
