@@ -15,15 +15,25 @@ export class Durability implements DurabilityWatermark {
     return this.deferred;
   }
 
-  /** After a flush: `deferredCommits` resolved without an fsync; a barrier that committed moves `durable` to `covers`. */
-  batchEnded(covers: number, deferredCommits: number, barrierCommitted: boolean): void {
-    if (barrierCommitted && covers > this.durable) this.durable = covers;
-    this.deferred += deferredCommits;
+  /**
+   * After a flush: its commits that went through (`outcomes[i] === null`) resolved without an fsync
+   * if the batch was `deferred`; otherwise a barrier among them moves `durable` to `covers`.
+   */
+  batchSettled(commits: readonly { ops: readonly { type: string }[] }[], outcomes: readonly unknown[], covers: number, deferred: boolean): void {
+    let committed = 0;
+    let barrier = false;
+    commits.forEach((commit, i) => {
+      if (outcomes[i] !== null) return;
+      committed++;
+      if (!deferred && hasBarrier(commit.ops)) barrier = true;
+    });
+    if (barrier && covers > this.durable) this.durable = covers;
+    if (deferred) this.deferred += committed;
   }
 }
 
 /** Whether the commit's ops hold a barrier. */
-export function hasBarrier(ops: readonly { type: string }[]): boolean {
+function hasBarrier(ops: readonly { type: string }[]): boolean {
   for (const op of ops) if (op.type === "barrier") return true;
   return false;
 }

@@ -8,7 +8,7 @@ import { createdRunRow, toRunRow } from "../rows.js";
 import { fenced, runIdsOf, SqlStore } from "../sql-store.js";
 import { runAsync, type Request, type Script } from "../script.js";
 import { CLAIM_SET, claimable } from "../statements.js";
-import { Durability, hasBarrier } from "../durability.js";
+import { Durability } from "../durability.js";
 import type {
   ClaimRequest,
   CommitOptions,
@@ -333,14 +333,7 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
     } catch (error) {
       outcomes.fill(error);
     }
-    let barrier = false;
-    let committed = 0;
-    batch.forEach((pending, i) => {
-      if (outcomes[i] !== null) return;
-      committed++;
-      if (!deferred && hasBarrier(pending.ops)) barrier = true;
-    });
-    this.durability.batchEnded(covers, deferred ? committed : 0, barrier);
+    this.durability.batchSettled(batch, outcomes, covers, deferred);
     batch.forEach((pending, i) => (outcomes[i] === null ? pending.resolve() : pending.reject(outcomes[i])));
   }
 

@@ -9,7 +9,7 @@ import { positionalPlaceholders, toRunRow } from "../rows.js";
 import { fenced, SqlStore } from "../sql-store.js";
 import { runSync, type Request, type Script } from "../script.js";
 import { CLAIM_SET, claimable } from "../statements.js";
-import { Durability, hasBarrier } from "../durability.js";
+import { Durability } from "../durability.js";
 import type {
   ClaimRequest,
   CommitOptions,
@@ -235,14 +235,7 @@ export class SqliteStore extends SqlStore<null> implements Store {
     } finally {
       this.lock.release();
     }
-    let barrier = false;
-    let committed = 0;
-    batch.forEach((pending, i) => {
-      if (outcomes[i] !== null) return;
-      committed++;
-      if (!deferred && hasBarrier(pending.ops)) barrier = true;
-    });
-    this.durability.batchEnded(covers, deferred ? committed : 0, barrier);
+    this.durability.batchSettled(batch, outcomes, covers, deferred);
     batch.forEach((pending, i) => (outcomes[i] === null ? pending.resolve() : pending.reject(outcomes[i])));
     riders.forEach((rider, i) => {
       const outcome = rode[i];
