@@ -253,16 +253,7 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
       await retrying(async () => {
         outcomes.fill(null);
         for (const pending of batch) pending.created?.clear();
-        if (deferred) {
-          try {
-            await this.inTransaction((client) => this.applyBatch(client, batch, outcomes, false), true);
-          } catch (error) {
-            if (batch.length === 1 || !(isConstraintError(error) || error instanceof RunNotFoundError)) throw error;
-            outcomes.fill(null);
-            await this.inTransaction((client) => this.applyBatch(client, batch, outcomes, true), true);
-          }
-          return;
-        }
+        if (deferred) return this.applyInTransaction(batch, outcomes, true);
         const steps = stepOnly(batch);
         const single = steps?.length === 1 && steps[0]!.steps.length === 1 && steps[0]!.steps[0]!.output?.hash == null ? steps[0]! : null;
         const finish = finishOnly(batch);
@@ -318,16 +309,7 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
             if (held !== null && !held.has(i)) outcomes[i] = fenced(pending.fence!);
           });
         } else {
-          // Optimistically without a savepoint per commit (two round trips each); only when one
-          // commit's data breaks a constraint is the batch done again, each commit isolated.
-          try {
-            await this.inTransaction((client) => this.applyBatch(client, batch, outcomes, false));
-          } catch (error) {
-            if (batch.length === 1 || !(isConstraintError(error) || error instanceof RunNotFoundError)) throw error;
-            outcomes.fill(null);
-            for (const pending of batch) pending.created?.clear();
-            await this.inTransaction((client) => this.applyBatch(client, batch, outcomes, true));
-          }
+          await this.applyInTransaction(batch, outcomes);
         }
       });
     } catch (error) {
@@ -335,6 +317,22 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
     }
     this.durability.batchSettled(batch, outcomes, covers, deferred);
     batch.forEach((pending, i) => (outcomes[i] === null ? pending.resolve() : pending.reject(outcomes[i])));
+  }
+
+  /**
+   * The general path's transaction (`deferDurability`: see inTransaction). Optimistically without a
+   * savepoint per commit (two round trips each); only when one commit's data breaks a constraint is
+   * the batch done again, each commit isolated.
+   */
+  private async applyInTransaction(batch: PendingCommit[], outcomes: unknown[], deferDurability = false): Promise<void> {
+    try {
+      await this.inTransaction((client) => this.applyBatch(client, batch, outcomes, false), deferDurability);
+    } catch (error) {
+      if (batch.length === 1 || !(isConstraintError(error) || error instanceof RunNotFoundError)) throw error;
+      outcomes.fill(null);
+      for (const pending of batch) pending.created?.clear();
+      await this.inTransaction((client) => this.applyBatch(client, batch, outcomes, true), deferDurability);
+    }
   }
 
   /**
