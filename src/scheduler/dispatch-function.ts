@@ -31,6 +31,11 @@ import { DISPATCHED_WAKE_PREFIX, MAX_WAKE_PAYLOAD } from "./wake-payloads.js";
  * dispatcher starts it without reading it again, a round trip less between a wake-up and the run's
  * first line.
  *
+ * With no dispatcher ($3 NULL: an enqueue deciding its own run, see enqueue-function.ts) every
+ * decision is a peer's — woken by NOTIFY, no row returned with it — and there is no row of the
+ * caller's to renew: the decisions go, as any peer's dispatch does, only to executors whose
+ * heartbeat is within the lease.
+ *
  * Every return also gives the queue's next delayed start (a row with `run_id` NULL and `delayed`
  * set), for the dispatcher's wake-up timer. Parameters: $1 queue, $2 now, $3 the dispatcher, $4
  * the oldest live heartbeat, $5 the policy's name, $6 the most decisions to make. Columns: run_id,
@@ -39,7 +44,8 @@ import { DISPATCHED_WAKE_PREFIX, MAX_WAKE_PAYLOAD } from "./wake-payloads.js";
  * The function's name carries a hash of its text: a Cairn whose dispatch SQL differs (another
  * version) creates and calls its own beside the older one's, never replacing it under a running peer.
  */
-export interface DispatchFunction {
+/** A PL/pgSQL function of Cairn's: its name (with the hash of its text), its CREATE, and how to call it. */
+export interface StoredFunction {
   name: string;
   create: string;
   call: Statement;
@@ -48,7 +54,7 @@ export interface DispatchFunction {
 /** The SQLSTATE of a dispatch whose dispatcher's row is gone (its decisions rolled back). */
 export const FENCED_SQLSTATE = "CRFEN";
 
-export function dispatchFunction(policy: BatchPolicy, policySql: string): DispatchFunction {
+export function dispatchFunction(policy: BatchPolicy, policySql: string): StoredFunction {
   const d = POSTGRES;
   const decide = decideBatch(d, policy, policySql).text;
   const delayed = `SELECT MIN(t.not_before) FROM cairn_queue_runs t WHERE t.queue = $1 AND t.dispatched_at IS NULL AND t.not_before > $2`;
@@ -70,7 +76,7 @@ BEGIN
         executor_id := d.executor_id;
         again := d.again;
         decided := true;
-        IF d.executor_id <> $3 THEN
+        IF $3 IS NULL OR d.executor_id <> $3 THEN
           IF NOT d.executor_id = ANY(woken) THEN woken := woken || d.executor_id; END IF;
           run_row := NULL;
           has_steps := NULL;
@@ -80,7 +86,7 @@ BEGIN
         END IF;
         RETURN NEXT;
       END LOOP;
-      IF decided THEN
+      IF decided AND $3 IS NOT NULL THEN
         UPDATE cairn_executors SET heartbeat_at = GREATEST(heartbeat_at, $2) WHERE id = $3;
         IF NOT FOUND THEN
           RAISE EXCEPTION 'cairn: executor % is gone (presumed dead by a peer): its dispatch of queue % is rolled back', $3, $1
@@ -116,7 +122,7 @@ LANGUAGE plpgsql VOLATILE AS $cairn_fn$${body}$cairn_fn$`;
  * Creates a dispatch function unless it exists, as one statement: concurrent creators (executors
  * launching together) take turns on an advisory lock, and the second finds the function there.
  */
-export function ensureFunctionSql(fn: DispatchFunction): Statement {
+export function ensureFunctionSql(fn: StoredFunction): Statement {
   return {
     text: `DO $cairn_do$ BEGIN
   PERFORM pg_advisory_xact_lock(${QUEUE_LOCK_KEY}, 0);

@@ -98,6 +98,26 @@ function enqueueValues(queue: QueueSpec, run: NewRun, checked: CheckedEnqueue): 
 const DEDUP = `SELECT t.run_id, r.status FROM cairn_queue_runs t JOIN cairn_runs r ON r.id = t.run_id WHERE t.queue = $1 AND t.dedup_key = $2`;
 
 /**
+ * PostgreSQL, a built-in policy: enqueue through the queue's enqueue function, which dispatches
+ * the run in the same call (enqueue-function.ts). `oldestHeartbeat`: now − the lease.
+ */
+export interface DispatchAtEnqueue {
+  call: Promise<Statement>;
+  oldestHeartbeat: number;
+}
+
+/** What an enqueue stored: the run the caller gets a handle on, and whether this call created it. */
+export interface Enqueued {
+  runId: string;
+  /**
+   * True when this call's insert created the run (so it is of the caller's workflow, nothing to
+   * check); false when it may name a run that was there already (same id, or a live dedup key), or
+   * when the backend's write does not say (the caller reads the row to find out).
+   */
+  created: boolean;
+}
+
+/**
  * Writes the run (status `enqueued`) and its Task row in one commit, and returns the id of the run
  * the caller gets a handle on: the new one, or the live run that already holds the dedup key.
  *
@@ -115,13 +135,14 @@ export async function enqueueRun(
   run: NewRun,
   checked: CheckedEnqueue,
   starting: () => WriteOp[] = () => [],
-): Promise<string> {
+  dispatching?: DispatchAtEnqueue,
+): Promise<Enqueued> {
   let startRows: WriteOp[] | undefined;
   for (let attempt = 0; ; attempt++) {
     if (checked.dedupKey !== null) {
       const [existing] = await store.select<{ run_id: string; status: string }>(DEDUP, [queue.name, checked.dedupKey]);
       if (existing !== undefined) {
-        if (!TERMINAL_STATUSES.includes(existing.status as never)) return String(existing.run_id);
+        if (!TERMINAL_STATUSES.includes(existing.status as never)) return { runId: String(existing.run_id), created: false };
         // Its run finished: the key is free again. Cleared only while it still names that run.
         await store.commit(null, [
           { type: "update", table: "cairn_queue_runs", where: { run_id: existing.run_id, dedup_key: checked.dedupKey }, set: { dedup_key: null } },
@@ -133,8 +154,14 @@ export async function enqueueRun(
       if (store.backend === "postgres" && run.input.hash === null && startRows.length === 0) {
         // Concurrent enqueues each on a pooled connection: on the layers' one held connection they
         // took turns (16 producers in flight: 787–869 → 266–364 enqueues/s).
-        await store.execute(ENQUEUE_POSTGRES, enqueueValues(queue, run, checked), { concurrent: true });
-        return run.id;
+        if (dispatching !== undefined) {
+          const params = [...enqueueValues(queue, run, checked), dispatching.oldestHeartbeat, queue.policy];
+          const [row] = await store.execute<{ created: unknown }>(await dispatching.call, params, { concurrent: true });
+          return { runId: run.id, created: row?.created === true };
+        }
+        // The statement returns a row exactly when its insert created the run (the NOTIFY's row).
+        const inserted = await store.execute(ENQUEUE_POSTGRES, enqueueValues(queue, run, checked), { concurrent: true });
+        return { runId: run.id, created: inserted.length > 0 };
       }
       await store.commit(null, [
         { type: "run", run },
@@ -154,7 +181,7 @@ export async function enqueueRun(
         },
         ...startRows,
       ]);
-      return run.id;
+      return { runId: run.id, created: false };
     } catch (error) {
       // Another enqueue took the dedup key between our look and our insert: theirs is the run.
       if (checked.dedupKey === null || !isConstraintError(error) || attempt >= 2) throw error;

@@ -86,6 +86,8 @@ export class Executor implements ExecutionHost {
    * reads every queued run to leave them alone (they are all `enqueued`).
    */
   private claimWanted = true;
+  /** Whether the next pass dispatches the queues: a pass asked for only by a wake-up naming us reads what we were given, nothing more. */
+  private dispatchWanted = true;
   /** Whether the next pass reads the runs peers dispatched to us: a wake-up naming us asks for that alone (see woken). */
   private assignedWanted = false;
   private pokeScheduled = false;
@@ -256,6 +258,18 @@ export class Executor implements ExecutionHost {
   poke(periodic = false, dispatchOnly = false): void {
     if (!this.started) return;
     if (!dispatchOnly) this.claimWanted = true;
+    this.dispatchWanted = true;
+    this.schedulePass(periodic);
+  }
+
+  /** A pass that reads the runs peers (or an enqueue) dispatched to us, and loads them. */
+  private pokeAssigned(): void {
+    if (!this.started) return;
+    this.assignedWanted = true;
+    this.schedulePass(false);
+  }
+
+  private schedulePass(periodic: boolean): void {
     if (this.claiming) {
       this.claimAgain = true;
       return;
@@ -270,14 +284,15 @@ export class Executor implements ExecutionHost {
 
   /**
    * A wake-up asks for the pass it names (wake-payloads.ts): a run enqueued, a dispatch; runs given
-   * to us, reading them (in a dispatch pass, which may give us more); runs given to peers only,
-   * nothing here. Any other, a whole pass.
+   * to us, reading them and nothing else (the dispatcher — a peer, or an enqueue deciding its own
+   * run — passes again itself when there is more); runs given to peers only, nothing here. Any
+   * other, a whole pass.
    */
   private woken(wake: Wake): void {
     if (wake.kind === "any") return this.poke();
     if (wake.kind === "dispatched") {
-      if (!wake.executorIds.includes(this.executorId)) return;
-      this.assignedWanted = true;
+      if (wake.executorIds.includes(this.executorId)) this.pokeAssigned();
+      return;
     }
     this.poke(false, true);
   }
@@ -403,11 +418,15 @@ export class Executor implements ExecutionHost {
         // dispatched here are loaded before the claim counts what is free.
         const readAssigned = claiming || this.assignedWanted;
         this.assignedWanted = false;
-        if (this.options.queues !== undefined && !(await this.dispatchQueues(now, this.options.queues, readAssigned))) {
+        const dispatching = claiming || this.dispatchWanted;
+        this.dispatchWanted = false;
+        const queues = this.options.queues;
+        if (queues !== undefined && dispatching && !(await this.dispatchQueues(now, queues, readAssigned))) {
           this.lastDeathCheck = -Infinity; // our row is gone: re-register first, as after a claim
           this.claimAgain = this.claimWanted = true;
           continue;
         }
+        if (queues !== undefined && !dispatching && readAssigned) await this.loadAssignedRuns(queues, new Map());
         const capacity = this.options.maxConcurrentRuns - this.executions.size;
         if (capacity > 0 && (claiming || dead.length > 0)) {
           const runs = await this.store.claimRuns({
@@ -477,20 +496,25 @@ export class Executor implements ExecutionHost {
     if (outcome.more) this.claimAgain = true;
     if (outcome.nextWakeAt !== null) this.wakeAt(outcome.nextWakeAt);
     if (queues.served().length === 0) return true;
-    // The runs it gave us are loaded at once; the ones peers gave us (in another process: those
-    // here were poked) are found by `assigned`, read meanwhile.
     const given = new Map(outcome.decisions.filter((decision) => decision.executorId === this.executorId).map((decision) => [decision.runId, decision]));
+    if (readAssigned || this.store.capabilities.wakeNotifications === null) await this.loadAssignedRuns(queues, given);
+    else await Promise.all([...given.values()].map((decision) => this.loadAssigned(decision.runId, decision.loaded)));
+    return true;
+  }
+
+  /**
+   * Loads the runs this executor's own dispatch just `given` it at once, and the ones peers (in
+   * another process: those here were poked) or enqueues gave it, found by `assigned`, read meanwhile.
+   */
+  private async loadAssignedRuns(queues: Queues, given: ReadonlyMap<string, QueueDecision>): Promise<void> {
+    if (queues.served().length === 0) return;
     // Runs running here are left out of the read (one letting go counts as not loaded: see load).
     const running = [...this.executions].filter(([, execution]) => !execution.stopped).map(([id]) => id);
-    const assigned =
-      readAssigned || this.store.capabilities.wakeNotifications === null
-        ? queues.assigned(this.executorId, [...given.keys(), ...running])
-        : Promise.resolve([]);
+    const assigned = queues.assigned(this.executorId, [...given.keys(), ...running]);
     assigned.catch(() => undefined); // awaited below; a failure must not be unhandled while the given runs load
     await Promise.all([...given.values()].map((decision) => this.loadAssigned(decision.runId, decision.loaded)));
     const others = (await assigned).filter((run) => !given.has(run.runId));
     await Promise.all(others.map((run) => this.loadAssigned(run.runId, run.loaded)));
-    return true;
   }
 
   /**

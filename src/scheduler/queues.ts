@@ -6,6 +6,7 @@ import { toRunRow } from "../store/rows.js";
 import { RUN_SELECT } from "../store/statements.js";
 import type { RunRow, Store } from "../store/store.js";
 import { dispatchFunction, ensureFunctionSql, FENCED_SQLSTATE } from "./dispatch-function.js";
+import { enqueueFunction } from "./enqueue-function.js";
 import { decideInOne, dispatchStatements, lookSql, nextBatch, nextDecision } from "./dispatch-sql.js";
 import { isBuiltInPolicy, type BuiltInPolicy } from "./policies.js";
 import { queueSpec, type QueueOptions, type QueueSpec } from "./queue-spec.js";
@@ -69,7 +70,7 @@ export class Queues {
   private readonly dialect: SqlDialect;
   private readonly sql: ReturnType<typeof dispatchStatements>;
   private readonly nextStatements = new Map<string, Statement>();
-  /** PostgreSQL: each built-in policy's dispatch function, once it is known to exist in the database. */
+  /** PostgreSQL: each built-in policy's dispatch and enqueue functions, once each is known to exist in the database. */
   private readonly functions = new Map<string, Promise<Statement>>();
   private readonly look: Statement;
 
@@ -318,12 +319,34 @@ export class Queues {
 
   /** The call of a built-in policy's dispatch function, created in the database on first use. */
   private dispatchFunction(policy: BuiltInPolicy, policySql: string): Promise<Statement> {
-    const key = `${policy}:${policySql}`;
+    return this.ensured(`${policy}:${policySql}`, async () => {
+      const fn = dispatchFunction(policy, policySql);
+      await this.store.execute(ensureFunctionSql(fn), []);
+      return fn.call;
+    });
+  }
+
+  /**
+   * PostgreSQL, a queue under a built-in policy: the call of its enqueue function, which dispatches
+   * the run it stores (enqueue-function.ts), created in the database on first use; null elsewhere
+   * (SQLite, a user policy: the plain enqueue, and a dispatch pass by the executors).
+   */
+  enqueueCall(spec: QueueSpec): Promise<Statement> | null {
+    if (this.dialect.name !== "postgres" || !isBuiltInPolicy(spec.policy)) return null;
+    const policy = spec.policy;
+    return this.ensured(`enqueue:${policy}:${spec.policySql}`, async () => {
+      await this.dispatchFunction(policy, spec.policySql);
+      const fn = enqueueFunction(dispatchFunction(policy, spec.policySql));
+      await this.store.execute(ensureFunctionSql(fn), []);
+      return fn.call;
+    });
+  }
+
+  /** A function's call, once it is known to exist; a failed creation (the database unreachable) is tried again next time. */
+  private ensured(key: string, create: () => Promise<Statement>): Promise<Statement> {
     let ready = this.functions.get(key);
     if (ready === undefined) {
-      const fn = dispatchFunction(policy, policySql);
-      ready = this.store.execute(ensureFunctionSql(fn), []).then(() => fn.call);
-      // A failed creation (the database unreachable) is tried again by the next pass.
+      ready = create();
       ready.catch(() => this.functions.delete(key));
       this.functions.set(key, ready);
     }

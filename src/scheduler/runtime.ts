@@ -20,8 +20,8 @@ import { errorText, fromStored, toStored } from "../store/value/index.js";
 import { Workflow, type WorkflowHost, type WorkflowOptions } from "../engine/workflow.js";
 import type { RunTracing } from "../engine/tracing.js";
 import { Queues, type ServeOptions } from "./queues.js";
-import type { QueueOptions } from "./queue-spec.js";
-import { checkEnqueue, enqueueRun, type EnqueueOptions } from "./enqueue.js";
+import type { QueueOptions, QueueSpec } from "./queue-spec.js";
+import { checkEnqueue, enqueueRun, type DispatchAtEnqueue, type EnqueueOptions } from "./enqueue.js";
 import { QUEUES_EXTENSION } from "./schema/queues-extension.js";
 
 export interface CairnOptions {
@@ -123,6 +123,7 @@ export class CairnRuntime implements WorkflowHost, RunHost {
   private readonly queues: Queues;
 
   private readonly tracing: RunTracing | undefined;
+  private readonly leaseMs: number;
 
   /** `layers.tracing`: the tracer runs report to (the face builds the OpenTelemetry one). */
   constructor(options: CairnOptions = {}, layers: { tracing?: RunTracing } = {}) {
@@ -132,6 +133,7 @@ export class CairnRuntime implements WorkflowHost, RunHost {
     this.clock = options.clock ?? systemClock;
     const leaseMs = options.leaseMs ?? 15_000;
     if (!Number.isFinite(leaseMs) || leaseMs <= 0) throw new InvalidSpecError("leaseMs", leaseMs, "must be > 0");
+    this.leaseMs = leaseMs;
     const warmRuns = warmRunsBound(options.warmRuns);
     // Before the store opens: a bad option leaves nothing open. No process starts until first use.
     this.isolation = new IsolationPool(options.isolation);
@@ -233,7 +235,7 @@ export class CairnRuntime implements WorkflowHost, RunHost {
     await this.ready();
     await this.queues.sync(now);
     const stored = toStored(input, `input of workflow "${workflow}"`);
-    const runId = await enqueueRun(
+    const { runId, created } = await enqueueRun(
       this.storeInstance,
       queue,
       {
@@ -254,9 +256,12 @@ export class CairnRuntime implements WorkflowHost, RunHost {
       checked,
       // The caller's trace context, kept with the run in the enqueue's commit (as startRun does).
       () => this.tracing?.starting(id, workflow) ?? [],
+      this.dispatchAtEnqueue(queue, now),
     );
-    const row = await this.mustGetRun(runId);
-    if (row.workflow !== workflow) {
+    // A run this enqueue created is the caller's; one that was there already may be another
+    // workflow's (same id or dedup key): read it to say so (a round trip PostgreSQL's enqueue skips).
+    const row = created ? null : await this.mustGetRun(runId);
+    if (row !== null && row.workflow !== workflow) {
       throw new InvalidSpecError(
         options.dedupKey !== undefined && runId !== id ? "dedupKey" : "id",
         options.dedupKey ?? id,
@@ -265,6 +270,12 @@ export class CairnRuntime implements WorkflowHost, RunHost {
     }
     this.executor.poke();
     return new RunHandle(this, runId);
+  }
+
+  /** How an enqueue on `queue` dispatches its run in the same call, where the backend and policy allow (enqueue-function.ts). */
+  private dispatchAtEnqueue(queue: QueueSpec, now: number): DispatchAtEnqueue | undefined {
+    const call = this.queues.enqueueCall(queue);
+    return call === null ? undefined : { call, oldestHeartbeat: now - this.leaseMs };
   }
 
   /** Whether `workflow` was registered on this runtime (the object `workflow()` returned). */

@@ -1,0 +1,112 @@
+import pg from "pg";
+import { describe, expect, it } from "vitest";
+import { BACKENDS } from "../backends.js";
+import { cairnFactory, eventually } from "../harness.js";
+
+/**
+ * An enqueue into an executor with a free slot: the run is dispatched and runs with no poll (the
+ * poll interval is a minute), and its decision is recorded like any other. On PostgreSQL the
+ * enqueue decides its own run in its own transaction (src/scheduler/enqueue-function.ts): the one
+ * wake-up is the one naming the executor it went to, and the decision carries the enqueue's time.
+ */
+describe.each(BACKENDS)("dispatch at enqueue on $name", (backend) => {
+  const env = cairnFactory(backend);
+
+  async function declare(db: string, launch: boolean) {
+    const cairn = env.cairn(db, { pollIntervalMs: 60_000 });
+    cairn.queue("mail", { workerConcurrency: 1 });
+    const send = cairn.workflow("send", async (ctx, input: { to: string }) => ctx.step("send", async () => `sent to ${input.to}`));
+    if (launch) await cairn.launch();
+    else await cairn.query("SELECT 1"); // migrated
+    return { cairn, send };
+  }
+
+  /** Every payload on `cairn_wake` while `body` runs, and a little after (PostgreSQL; none on SQLite). */
+  async function wakesDuring(db: string, body: () => Promise<void>): Promise<string[]> {
+    if (backend.name !== "postgres") {
+      await body();
+      return [];
+    }
+    const listener = new pg.Client({ connectionString: db });
+    await listener.connect();
+    const payloads: string[] = [];
+    listener.on("notification", (n) => payloads.push(n.payload ?? ""));
+    await listener.query("LISTEN cairn_wake");
+    try {
+      await body();
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    } finally {
+      await listener.end();
+    }
+    return payloads;
+  }
+
+  it("gives the run to a live executor at once, and records the decision", async () => {
+    const db = await backend.freshDatabase();
+    // The executor's own process enqueues: on SQLite that is what signals it without a poll (a
+    // producer in another process is heard at the next poll); on PostgreSQL the enqueue's NOTIFY does.
+    const executor = await declare(db, true);
+    const producer = executor;
+    const { rows: executors } = await executor.cairn.query("SELECT id FROM cairn_executors");
+    const executorId = String(executors[0]!.id);
+
+    let handle: Awaited<ReturnType<typeof producer.send.enqueue>> | undefined;
+    const wakes = await wakesDuring(db, async () => {
+      handle = await producer.send.enqueue("mail", { to: "ada@example.com" }, { id: "mail-1" });
+      expect(await handle.result()).toBe("sent to ada@example.com");
+    });
+    const { rows } = await executor.cairn.query(
+      "SELECT executor_id, policy, dispatched_at - enqueued_at AS waited FROM cairn_queue_runs WHERE run_id = 'mail-1'",
+    );
+    expect(rows[0]).toMatchObject({ executor_id: executorId, policy: "fifo" });
+    if (backend.name === "postgres") {
+      // Decided by the enqueue itself: one wake-up, naming the executor; no dispatch pass asked of anyone.
+      expect(wakes.filter((w) => w.startsWith("queue:") || w.startsWith("dispatched:"))).toEqual([`dispatched:${executorId}`]);
+      expect(Number(rows[0]!.waited)).toBe(0);
+    }
+  });
+
+  it("leaves the run queued for the executors when none can take it now", async () => {
+    const db = await backend.freshDatabase();
+    const producer = await declare(db, false);
+    const wakes = await wakesDuring(db, async () => {
+      await producer.send.enqueue("mail", { to: "bob@example.com" }, { id: "mail-2" });
+      await producer.send.enqueue("mail", { to: "cy@example.com" }, { id: "mail-3", delayMs: 50 });
+    });
+    const { rows } = await producer.cairn.query("SELECT run_id, dispatched_at FROM cairn_queue_runs ORDER BY run_id");
+    expect(rows.map((r) => r.dispatched_at)).toEqual([null, null]);
+    if (backend.name === "postgres") expect(wakes).toEqual(["queue:mail", "queue:mail"]);
+
+    // An executor that comes later takes both (the delayed one at its time).
+    const executor = await declare(db, true);
+    await eventually(async () => {
+      const { rows: done } = await executor.cairn.query("SELECT COUNT(*) AS n FROM cairn_runs WHERE status = 'succeeded'");
+      return Number(done[0]!.n) === 2;
+    });
+  });
+
+  it("respects the executor's limit: a second run waits for the first to finish", async () => {
+    const db = await backend.freshDatabase();
+    const cairn = env.cairn(db, { pollIntervalMs: 60_000 });
+    cairn.queue("mail", { workerConcurrency: 1 });
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const starts: string[] = [];
+    const send = cairn.workflow("send", async (ctx, input: { to: string }) => {
+      starts.push(input.to);
+      if (input.to === "first") await ctx.step("wait", () => gate);
+      return input.to;
+    });
+    await cairn.launch();
+    const first = await send.enqueue("mail", { to: "first" }, { id: "mail-a" });
+    await eventually(() => starts.includes("first"));
+    const second = await send.enqueue("mail", { to: "second" }, { id: "mail-b" });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(starts).toEqual(["first"]);
+    const { rows } = await cairn.query("SELECT dispatched_at FROM cairn_queue_runs WHERE run_id = 'mail-b'");
+    expect(rows[0]!.dispatched_at).toBeNull();
+    release();
+    expect(await first.result()).toBe("first");
+    expect(await second.result()).toBe("second");
+  });
+});
