@@ -86,10 +86,9 @@ export class Executor implements ExecutionHost {
    * reads every queued run to leave them alone (they are all `enqueued`).
    */
   private claimWanted = true;
-  /** Whether the next pass dispatches the queues: a pass asked for only by a wake-up naming us reads what we were given, nothing more. */
-  private dispatchWanted = true;
-  /** Whether the next pass reads the runs peers dispatched to us: a wake-up naming us asks for that alone (see woken). */
-  private assignedWanted = false;
+  /** A read of the runs dispatched to us is in flight (pokeAssigned), and whether another was asked for meanwhile. */
+  private assignedReading = false;
+  private assignedAgain = false;
   private pokeScheduled = false;
   private lastDeathCheck = -Infinity;
   private readonly timers: NodeJS.Timeout[] = [];
@@ -258,15 +257,36 @@ export class Executor implements ExecutionHost {
   poke(periodic = false, dispatchOnly = false): void {
     if (!this.started) return;
     if (!dispatchOnly) this.claimWanted = true;
-    this.dispatchWanted = true;
     this.schedulePass(periodic);
   }
 
-  /** A pass that reads the runs peers (or an enqueue) dispatched to us, and loads them. */
+  /**
+   * Reads the runs peers (or an enqueue) dispatched to us, and loads them — at once, beside any
+   * pass in flight rather than after it: a pass with the periodic death check is several round
+   * trips, and a run dispatched to us waited for all of them (the slowest enqueue-to-start
+   * latencies). Loading is idempotent (see load), so a pass that finds the same run does no harm.
+   * A failed read leaves the runs to the next claiming pass, which reads them too.
+   */
   private pokeAssigned(): void {
-    if (!this.started) return;
-    this.assignedWanted = true;
-    this.schedulePass(false);
+    const queues = this.options.queues;
+    if (!this.started || queues === undefined) return;
+    if (this.assignedReading) {
+      this.assignedAgain = true;
+      return;
+    }
+    this.assignedReading = true;
+    void (async () => {
+      try {
+        do {
+          this.assignedAgain = false;
+          await this.loadAssignedRuns(queues, new Map());
+        } while (this.assignedAgain && this.started);
+      } catch (error) {
+        if (this.started && !isTransientStoreError(error)) this.options.onError(error);
+      } finally {
+        this.assignedReading = false;
+      }
+    })();
   }
 
   private schedulePass(periodic: boolean): void {
@@ -416,17 +436,12 @@ export class Executor implements ExecutionHost {
         // Queues first: a woken executor's queued run starts without waiting for the claim of
         // started runs to come back (a round trip, and a commit when it claims). The runs it
         // dispatched here are loaded before the claim counts what is free.
-        const readAssigned = claiming || this.assignedWanted;
-        this.assignedWanted = false;
-        const dispatching = claiming || this.dispatchWanted;
-        this.dispatchWanted = false;
         const queues = this.options.queues;
-        if (queues !== undefined && dispatching && !(await this.dispatchQueues(now, queues, readAssigned))) {
+        if (queues !== undefined && !(await this.dispatchQueues(now, queues, claiming))) {
           this.lastDeathCheck = -Infinity; // our row is gone: re-register first, as after a claim
           this.claimAgain = this.claimWanted = true;
           continue;
         }
-        if (queues !== undefined && !dispatching && readAssigned) await this.loadAssignedRuns(queues, new Map());
         const capacity = this.options.maxConcurrentRuns - this.executions.size;
         if (capacity > 0 && (claiming || dead.length > 0)) {
           const runs = await this.store.claimRuns({
