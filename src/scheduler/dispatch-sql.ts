@@ -300,10 +300,10 @@ export function lookSql(d: SqlDialect): string {
 FROM cairn_queues q WHERE ${d.inList("q.name", "$1")} AND ${d.text("$3")} IS NOT NULL`;
 }
 
-/** Whether a run of queue `queue` (an SQL expression) is ready now ($2 now): waiting, due, still enqueued. */
-export function runReadySql(d: SqlDialect, queue: string): string {
+/** Whether a run of queue `queue` (an SQL expression) is ready at `now` (default $2): waiting, due, still enqueued. */
+export function runReadySql(d: SqlDialect, queue: string, now = "$2"): string {
   return `EXISTS (SELECT 1 FROM cairn_queue_runs t WHERE t.queue = ${queue} AND t.dispatched_at IS NULL
-    AND (t.not_before IS NULL OR t.not_before <= ${d.bigint("$2")})
+    AND (t.not_before IS NULL OR t.not_before <= ${d.bigint(now)})
     AND EXISTS (SELECT 1 FROM cairn_runs r WHERE r.id = t.run_id AND ${STILL_ENQUEUED}))`;
 }
 

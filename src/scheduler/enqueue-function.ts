@@ -1,7 +1,9 @@
 import { createHash } from "node:crypto";
 import type { Statement } from "../store/connection.js";
 import { WAKE_CHANNEL } from "../store/postgres/postgres-writes.js";
+import { POSTGRES } from "../store/dialect.js";
 import type { StoredFunction } from "./dispatch-function.js";
+import { runReadySql } from "./dispatch-sql.js";
 import { QUEUE_WAKE_PREFIX } from "./wake-payloads.js";
 
 /**
@@ -18,8 +20,12 @@ import { QUEUE_WAKE_PREFIX } from "./wake-payloads.js";
  *    one read (Executor: a pass for its assigned runs alone) — no dispatch transaction, and its
  *    WAL flush, between the enqueue and the run's first line.
  * 3. If its own run was not decided (another dispatcher holds the lock, no executor has a free
- *    slot, the limits hold it, an older run came first), the `queue:<name>` NOTIFY as before:
- *    every executor makes a dispatch pass.
+ *    slot, the limits hold it, an older run came first), or another run is still ready after the
+ *    decision, the `queue:<name>` NOTIFY as before: every executor makes a dispatch pass. (An
+ *    executor whose pass found the lock held by this call returned at once, counting on the
+ *    holder for whatever was ready — see dispatch-function.ts — and this call decides one run: a
+ *    run it leaves ready, behind its own by priority or fair share, or a slot freed meanwhile,
+ *    would otherwise wait for a poll.)
  *
  * Before, every executor woke for every enqueue and called the dispatch function (one won, the
  * others found the lock held), and the winner's dispatch was a second transaction with its own
@@ -45,7 +51,9 @@ BEGIN
     AND EXISTS (SELECT 1 FROM cairn_executor_queues eq JOIN cairn_executors e ON e.id = eq.executor_id
       WHERE eq.queue = $14 AND e.heartbeat_at >= $19 AND e.capacity IS NOT NULL)
     AND EXISTS (SELECT 1 FROM ${dispatch.name}($14, $11, NULL, $19, $20, 1) d WHERE d.run_id = $1) THEN
-    RETURN true;
+    -- A dispatcher that found the queue's lock held by this call returned, trusting the holder
+    -- with what was ready; this call decides one run. Anything still ready: everyone passes again.
+    IF NOT ${runReadySql(POSTGRES, "$14", "$11")} THEN RETURN true; END IF;
   END IF;
   PERFORM pg_notify('${WAKE_CHANNEL}', '${QUEUE_WAKE_PREFIX}' || $14);
   RETURN true;

@@ -154,9 +154,12 @@ export async function enqueueRun(
       if (store.backend === "postgres" && run.input.hash === null && startRows.length === 0) {
         // Concurrent enqueues each on a pooled connection: on the layers' one held connection they
         // took turns (16 producers in flight: 787–869 → 266–364 enqueues/s).
-        if (dispatching !== undefined) {
-          const params = [...enqueueValues(queue, run, checked), dispatching.oldestHeartbeat, queue.policy];
-          const [row] = await store.execute<{ created: unknown }>(await dispatching.call, params, { concurrent: true });
+        // The enqueue function, unless it could not be created (the plain statement does the same
+        // write; an unreachable database fails that one too).
+        const call = dispatching === undefined ? null : await dispatching.call.catch(() => null);
+        if (call !== null) {
+          const params = [...enqueueValues(queue, run, checked), dispatching!.oldestHeartbeat, queue.policy];
+          const [row] = await store.execute<{ created: unknown }>(call, params, { concurrent: true });
           return { runId: run.id, created: row?.created === true };
         }
         // The statement returns a row exactly when its insert created the run (the NOTIFY's row).

@@ -89,6 +89,15 @@ export class Executor implements ExecutionHost {
   /** A read of the runs dispatched to us is in flight (pokeAssigned), and whether another was asked for meanwhile. */
   private assignedReading = false;
   private assignedAgain = false;
+  /**
+   * Stale rows of reads of our assigned runs (see loadAssignedRuns): how many such reads are in
+   * flight, and the runs let go here meanwhile, each with its place in the order of releases.
+   */
+  private assignedReadsInFlight = 0;
+  private releaseSeq = 0;
+  private readonly releasedDuringReads = new Map<string, number>();
+  /** Runs a read found while their execution here was letting go: read again once it has. */
+  private readonly rereadOnRelease = new Set<string>();
   private pokeScheduled = false;
   private lastDeathCheck = -Infinity;
   private readonly timers: NodeJS.Timeout[] = [];
@@ -392,6 +401,8 @@ export class Executor implements ExecutionHost {
       this.claimedWhileLettingGo.delete(runId);
       this.load(claimed.run, claimed.journal);
     }
+    if (this.assignedReadsInFlight > 0) this.releasedDuringReads.set(runId, ++this.releaseSeq);
+    if (this.rereadOnRelease.delete(runId)) this.pokeAssigned();
     if (reason === "store-error") {
       const failures = this.storeFailures.get(runId);
       const count = (failures?.count ?? 0) + 1;
@@ -523,13 +534,42 @@ export class Executor implements ExecutionHost {
    */
   private async loadAssignedRuns(queues: Queues, given: ReadonlyMap<string, QueueDecision>): Promise<void> {
     if (queues.served().length === 0) return;
-    // Runs running here are left out of the read (one letting go counts as not loaded: see load).
+    // Runs running here are left out of the read.
     const running = [...this.executions].filter(([, execution]) => !execution.stopped).map(([id]) => id);
-    const assigned = queues.assigned(this.executorId, [...given.keys(), ...running]);
-    assigned.catch(() => undefined); // awaited below; a failure must not be unhandled while the given runs load
-    await Promise.all([...given.values()].map((decision) => this.loadAssigned(decision.runId, decision.loaded)));
-    const others = (await assigned).filter((run) => !given.has(run.runId));
-    await Promise.all(others.map((run) => this.loadAssigned(run.runId, run.loaded)));
+    const issuedAt = this.releaseSeq;
+    this.assignedReadsInFlight++;
+    try {
+      const assigned = queues.assigned(this.executorId, [...given.keys(), ...running]);
+      assigned.catch(() => undefined); // awaited below; a failure must not be unhandled while the given runs load
+      await Promise.all([...given.values()].map((decision) => this.loadAssigned(decision.runId, decision.loaded)));
+      const others = (await assigned).filter((run) => !given.has(run.runId));
+      await Promise.all(others.map((run) => this.loadAssigned(run.runId, run.loaded, issuedAt)));
+    } finally {
+      if (--this.assignedReadsInFlight === 0) this.releasedDuringReads.clear();
+    }
+  }
+
+  /**
+   * Whether a row of a read of our assigned runs (issued at `issuedAt` in the order of releases)
+   * may be stale: the read cannot tell a run that is ours from one whose execution here was
+   * letting go of it — its last commit (the finish, a suspend) still in flight, the row still
+   * `running` under us. Loaded, such a row started the run again with the journal it had then:
+   * its steps ran twice. So a run loaded here, or let go of since the read was sent, is not
+   * loaded from the row: read again once its execution has let go (if the run really is ours
+   * again — a queued run that suspended and was dispatched back to us — that read finds it).
+   * Decisions and claims need none of this: they hand a run out only once nobody runs it.
+   */
+  private staleAssignedRow(id: string, issuedAt: number): boolean {
+    const current = this.executions.get(id);
+    if (current !== undefined) {
+      if (current.stopped) this.rereadOnRelease.add(id);
+      return true;
+    }
+    if ((this.releasedDuringReads.get(id) ?? 0) > issuedAt) {
+      this.pokeAssigned();
+      return true;
+    }
+    return false;
   }
 
   /**
@@ -577,9 +617,11 @@ export class Executor implements ExecutionHost {
    * `loaded`: its row as the dispatch left it, which needs no reading again (nor its journal, when
    * it has none).
    */
-  private async loadAssigned(id: string, loaded?: { run: RunRow; hasSteps: boolean }): Promise<void> {
-    // A run whose execution here is still letting go of it counts as not loaded (see load).
+  private async loadAssigned(id: string, loaded?: { run: RunRow; hasSteps: boolean }, readAt?: number): Promise<void> {
+    // A run whose execution here is still letting go of it counts as not loaded (see load) — but
+    // for a decision only: a read's row of it may be stale (staleAssignedRow).
     if (this.executions.get(id)?.stopped === false || this.reloads.has(id)) return;
+    if (readAt !== undefined && this.staleAssignedRow(id, readAt)) return;
     try {
       // Both reads at once: on PostgreSQL two pooled connections, one round trip's wait.
       const [run, journal] =
@@ -587,6 +629,8 @@ export class Executor implements ExecutionHost {
           ? await Promise.all([this.store.getRun(id), this.store.loadJournal(id)])
           : [loaded.run, loaded.hasSteps ? await this.store.loadJournal(id) : []];
       if (run === undefined || run.status !== "running" || run.executorId !== this.executorId) return;
+      // Loaded or let go of meanwhile (by a pass reading the same run): checked again after the awaits.
+      if (readAt !== undefined && this.staleAssignedRow(id, readAt)) return;
       this.load(run, journal);
     } catch (error) {
       this.reloadLater(id);

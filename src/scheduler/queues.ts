@@ -332,15 +332,23 @@ export class Queues {
    * (SQLite, a user policy: the plain enqueue, and a dispatch pass by the executors).
    */
   enqueueCall(spec: QueueSpec): Promise<Statement> | null {
-    if (this.dialect.name !== "postgres" || !isBuiltInPolicy(spec.policy)) return null;
+    if (this.dialect.name !== "postgres" || !isBuiltInPolicy(spec.policy) || this.mayNotCreateFunctions) return null;
     const policy = spec.policy;
-    return this.ensured(`enqueue:${policy}:${spec.policySql}`, async () => {
+    const call = this.ensured(`enqueue:${policy}:${spec.policySql}`, async () => {
       await this.dispatchFunction(policy, spec.policySql);
       const fn = enqueueFunction(dispatchFunction(policy, spec.policySql));
       await this.store.execute(ensureFunctionSql(fn), []);
       return fn.call;
     });
+    // A producer whose role may not create functions (SQLSTATE 42501) enqueues with the plain
+    // statement from then on, and leaves the dispatch to the executors.
+    call.catch((error: unknown) => {
+      if ((error as { code?: unknown } | null)?.code === "42501") this.mayNotCreateFunctions = true;
+    });
+    return call;
   }
+
+  private mayNotCreateFunctions = false;
 
   /** A function's call, once it is known to exist; a failed creation (the database unreachable) is tried again next time. */
   private ensured(key: string, create: () => Promise<Statement>): Promise<Statement> {

@@ -109,4 +109,30 @@ describe.each(BACKENDS)("dispatch at enqueue on $name", (backend) => {
     expect(await first.result()).toBe("first");
     expect(await second.result()).toBe("second");
   });
+
+  it("runs each run once while reads of assigned runs overlap the passes (stale rows of runs letting go)", async () => {
+    // A read of the runs dispatched to an executor cannot tell its own run from one it is letting
+    // go of (the finish in flight): loading such a row ran a run's body twice. Passes every 3 ms
+    // overlap the reads that wake-ups ask for, and a producer in another Cairn keeps enqueueing.
+    const db = await backend.freshDatabase();
+    const bodies = new Map<number, number>();
+    const executor = env.cairn(db, { pollIntervalMs: 3, maxConcurrentRuns: 16 });
+    executor.queue("q");
+    executor.workflow("w", async (_ctx, input: { i: number }) => {
+      bodies.set(input.i, (bodies.get(input.i) ?? 0) + 1);
+      return input.i;
+    });
+    await executor.launch();
+    const producer = env.cairn(db, { pollIntervalMs: 60_000 });
+    producer.queue("q");
+    const w = producer.workflow("w", async (_ctx, input: { i: number }) => input.i);
+    const handles = [];
+    for (let batch = 0; batch < 30; batch++) {
+      handles.push(...(await Promise.all(Array.from({ length: 10 }, (_, k) => w.enqueue("q", { i: batch * 10 + k }, { id: `r${batch * 10 + k}` })))));
+    }
+    expect(await Promise.all(handles.map((h) => h.result()))).toHaveLength(300);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect([...bodies].filter(([, n]) => n > 1)).toEqual([]);
+    expect(bodies.size).toBe(300);
+  });
 });
