@@ -154,9 +154,9 @@ export async function enqueueRun(
       if (store.backend === "postgres" && run.input.hash === null && startRows.length === 0) {
         // Concurrent enqueues each on a pooled connection: on the layers' one held connection they
         // took turns (16 producers in flight: 787–869 → 266–364 enqueues/s).
-        // The enqueue function, unless it could not be created (the plain statement does the same
-        // write; an unreachable database fails that one too).
-        const call = dispatching === undefined ? null : await dispatching.call.catch(() => null);
+        // The enqueue function, unless this role may not create it (SQLSTATE 42501): the plain
+        // statement does the same write, and the executors the dispatch.
+        const call = dispatching === undefined ? null : await dispatching.call.catch(notAllowedToCreate);
         if (call !== null) {
           const params = [...enqueueValues(queue, run, checked), dispatching!.oldestHeartbeat, queue.policy];
           const [row] = await store.execute<{ created: unknown }>(call, params, { concurrent: true });
@@ -190,4 +190,9 @@ export async function enqueueRun(
       if (checked.dedupKey === null || !isConstraintError(error) || attempt >= 2) throw error;
     }
   }
+}
+
+function notAllowedToCreate(error: unknown): null {
+  if ((error as { code?: unknown } | null)?.code === "42501") return null;
+  throw error;
 }

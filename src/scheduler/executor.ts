@@ -90,13 +90,15 @@ export class Executor implements ExecutionHost {
   private assignedReading = false;
   private assignedAgain = false;
   /**
-   * Stale rows of reads of our assigned runs (see loadAssignedRuns): how many such reads are in
-   * flight, and the runs let go here meanwhile, each with its place in the order of releases.
+   * Hand-outs of runs to this executor whose rows are loaded after awaits — reads of our assigned
+   * runs, dispatches, claims (see staleHandout): how many are in flight, and the runs let go here
+   * meanwhile, each with its place in the order of releases.
    */
-  private assignedReadsInFlight = 0;
-  private releaseSeq = 0;
-  private readonly releasedDuringReads = new Map<string, number>();
-  /** Runs a read found while their execution here was letting go: read again once it has. */
+  private handoutsInFlight = 0;
+  private handoutEvents = 0;
+  private readonly releasedDuringHandouts = new Map<string, number>();
+  private readonly loadedDuringHandouts = new Map<string, number>();
+  /** Runs handed out while their execution here was letting go: read again once it has. */
   private readonly rereadOnRelease = new Set<string>();
   private pokeScheduled = false;
   private lastDeathCheck = -Infinity;
@@ -401,8 +403,8 @@ export class Executor implements ExecutionHost {
       this.claimedWhileLettingGo.delete(runId);
       this.load(claimed.run, claimed.journal);
     }
-    if (this.assignedReadsInFlight > 0) this.releasedDuringReads.set(runId, ++this.releaseSeq);
-    if (this.rereadOnRelease.delete(runId)) this.pokeAssigned();
+    if (this.handoutsInFlight > 0) this.releasedDuringHandouts.set(runId, ++this.handoutEvents);
+    if (this.rereadOnRelease.delete(runId)) this.reread(runId);
     if (reason === "store-error") {
       const failures = this.storeFailures.get(runId);
       const count = (failures?.count ?? 0) + 1;
@@ -454,37 +456,14 @@ export class Executor implements ExecutionHost {
           continue;
         }
         const capacity = this.options.maxConcurrentRuns - this.executions.size;
-        if (capacity > 0 && (claiming || dead.length > 0)) {
-          const runs = await this.store.claimRuns({
-            executorId: this.executorId,
-            appVersion: this.options.recoverAllVersions ? null : this.options.appVersion,
-            now,
-            deadExecutors: dead,
-            workflows: [...this.workflows.keys()],
-            limit: capacity,
-          });
-          this.saturated = runs !== null && runs.length >= capacity;
-          if (runs === null) {
-            // Our row is gone: peers presumed us dead (we were paused past the lease, or the database
-            // was unreachable) and nothing was claimed. Re-register under a new identity at once,
-            // before any other claim — a run claimed under the old id would be taken over while it
-            // runs here, its steps run twice.
-            this.lastDeathCheck = -Infinity;
-            this.claimAgain = this.claimWanted = true;
-            continue;
-          }
-          await Promise.all(
-            runs.map(async (run) => {
-              try {
-                if (run.recoveries - run.recoveryBase > this.options.maxRecoveryAttempts) return await this.parkPoisonRun(run);
-                await this.loadClaimed(run);
-              } catch (error) {
-                // Claimed but not loaded: nobody else will take it while we live, so we must.
-                this.reloadLater(run.id);
-                this.options.onError(error);
-              }
-            }),
-          );
+        if (capacity > 0 && (claiming || dead.length > 0) && !(await this.claimAndLoad(now, dead, capacity))) {
+          // Our row is gone: peers presumed us dead (we were paused past the lease, or the database
+          // was unreachable) and nothing was claimed. Re-register under a new identity at once,
+          // before any other claim — a run claimed under the old id would be taken over while it
+          // runs here, its steps run twice.
+          this.lastDeathCheck = -Infinity;
+          this.claimAgain = this.claimWanted = true;
+          continue;
         }
         // Only if each still has the heartbeat it was judged by: one that woke up meanwhile keeps its row.
         if (dead.length > 0) await this.store.removeDeadExecutors(dead);
@@ -503,6 +482,38 @@ export class Executor implements ExecutionHost {
     }
   }
 
+  /** Claims up to `capacity` runs and loads them; false when our executor row is gone (nothing claimed). */
+  private async claimAndLoad(now: number, dead: DeadExecutor[], capacity: number): Promise<boolean> {
+    const claimedAt = this.beginHandout();
+    try {
+      const runs = await this.store.claimRuns({
+        executorId: this.executorId,
+        appVersion: this.options.recoverAllVersions ? null : this.options.appVersion,
+        now,
+        deadExecutors: dead,
+        workflows: [...this.workflows.keys()],
+        limit: capacity,
+      });
+      this.saturated = runs !== null && runs.length >= capacity;
+      if (runs === null) return false;
+      await Promise.all(
+        runs.map(async (run) => {
+          try {
+            if (run.recoveries - run.recoveryBase > this.options.maxRecoveryAttempts) return await this.parkPoisonRun(run);
+            await this.loadClaimed(run, claimedAt);
+          } catch (error) {
+            // Claimed but not loaded: nobody else will take it while we live, so we must.
+            this.reloadLater(run.id);
+            this.options.onError(error);
+          }
+        }),
+      );
+      return true;
+    } finally {
+      this.endHandout();
+    }
+  }
+
   /**
    * Dispatches the queues declared here (for this executor and its peers), pokes the peers in this
    * process that got runs, and loads the runs dispatched to this executor — by itself or by a peer
@@ -514,6 +525,15 @@ export class Executor implements ExecutionHost {
    * every poll); a dispatch-only pass — a slot freed here, a run enqueued — has none to look for.
    */
   private async dispatchQueues(now: number, queues: Queues, readAssigned: boolean): Promise<boolean> {
+    const decidedAt = this.beginHandout();
+    try {
+      return await this.dispatchAndLoad(now, queues, readAssigned, decidedAt);
+    } finally {
+      this.endHandout();
+    }
+  }
+
+  private async dispatchAndLoad(now: number, queues: Queues, readAssigned: boolean, decidedAt: number): Promise<boolean> {
     const outcome = await queues.dispatch(this.executorId, now, this.options.leaseMs);
     if (outcome === null) return false;
     for (const decision of outcome.decisions) {
@@ -523,8 +543,8 @@ export class Executor implements ExecutionHost {
     if (outcome.nextWakeAt !== null) this.wakeAt(outcome.nextWakeAt);
     if (queues.served().length === 0) return true;
     const given = new Map(outcome.decisions.filter((decision) => decision.executorId === this.executorId).map((decision) => [decision.runId, decision]));
-    if (readAssigned || this.store.capabilities.wakeNotifications === null) await this.loadAssignedRuns(queues, given);
-    else await Promise.all([...given.values()].map((decision) => this.loadAssigned(decision.runId, decision.loaded)));
+    if (readAssigned || this.store.capabilities.wakeNotifications === null) await this.loadAssignedRuns(queues, given, decidedAt);
+    else await Promise.all([...given.values()].map((decision) => this.loadAssigned(decision.runId, decision.loaded, { at: decidedAt, kind: "grant" })));
     return true;
   }
 
@@ -532,44 +552,75 @@ export class Executor implements ExecutionHost {
    * Loads the runs this executor's own dispatch just `given` it at once, and the ones peers (in
    * another process: those here were poked) or enqueues gave it, found by `assigned`, read meanwhile.
    */
-  private async loadAssignedRuns(queues: Queues, given: ReadonlyMap<string, QueueDecision>): Promise<void> {
+  private async loadAssignedRuns(queues: Queues, given: ReadonlyMap<string, QueueDecision>, decidedAt?: number): Promise<void> {
     if (queues.served().length === 0) return;
     // Runs running here are left out of the read.
     const running = [...this.executions].filter(([, execution]) => !execution.stopped).map(([id]) => id);
-    const issuedAt = this.releaseSeq;
-    this.assignedReadsInFlight++;
+    const issuedAt = this.beginHandout();
     try {
       const assigned = queues.assigned(this.executorId, [...given.keys(), ...running]);
       assigned.catch(() => undefined); // awaited below; a failure must not be unhandled while the given runs load
-      await Promise.all([...given.values()].map((decision) => this.loadAssigned(decision.runId, decision.loaded)));
+      const grant = { at: decidedAt ?? issuedAt, kind: "grant" as const };
+      await Promise.all([...given.values()].map((decision) => this.loadAssigned(decision.runId, decision.loaded, grant)));
       const others = (await assigned).filter((run) => !given.has(run.runId));
-      await Promise.all(others.map((run) => this.loadAssigned(run.runId, run.loaded, issuedAt)));
+      await Promise.all(others.map((run) => this.loadAssigned(run.runId, run.loaded, { at: issuedAt, kind: "read" })));
     } finally {
-      if (--this.assignedReadsInFlight === 0) this.releasedDuringReads.clear();
+      this.endHandout();
     }
   }
 
+  /** Marks a hand-out as sent (see staleHandout): its place in the order of loads and releases here. */
+  private beginHandout(): number {
+    this.handoutsInFlight++;
+    return this.handoutEvents;
+  }
+
+  private endHandout(): void {
+    if (--this.handoutsInFlight > 0) return;
+    this.releasedDuringHandouts.clear();
+    this.loadedDuringHandouts.clear();
+  }
+
+  /** An execution of `id` starts here (loaded, or a warm one woken): hand-outs in flight must know (staleHandout). */
+  private noteLoaded(id: string): void {
+    if (this.handoutsInFlight > 0) this.loadedDuringHandouts.set(id, ++this.handoutEvents);
+  }
+
   /**
-   * Whether a row of a read of our assigned runs (issued at `issuedAt` in the order of releases)
-   * may be stale: the read cannot tell a run that is ours from one whose execution here was
-   * letting go of it — its last commit (the finish, a suspend) still in flight, the row still
-   * `running` under us. Loaded, such a row started the run again with the journal it had then:
-   * its steps ran twice. So a run loaded here, or let go of since the read was sent, is not
-   * loaded from the row: read again once its execution has let go (if the run really is ours
-   * again — a queued run that suspended and was dispatched back to us — that read finds it).
-   * Decisions and claims need none of this: they hand a run out only once nobody runs it.
+   * Whether a run handed to this executor (sent at `issuedAt` in the order of loads and releases
+   * here) may not be loaded from the hand-out's row:
+   *
+   * - A `read` of our assigned runs cannot tell a run that is ours from one whose execution here
+   *   is letting go of it — its last commit (the finish, a suspend) still in flight, the row still
+   *   `running` under us. Loaded, such a row started the run again with the journal it had then:
+   *   its steps ran twice. Stale: a run loaded here, or let go of since the read was sent.
+   * - A `grant` (a dispatch decision, a claim) hands a run out only once nobody runs it, but its
+   *   row is loaded after awaits, and a read concurrent with it (pokeAssigned) may have loaded the
+   *   same run first — and that execution may have ended since. Stale: a run loaded here, or
+   *   loaded here since the grant was sent. (Let go of since is no sign: a run that suspended and
+   *   was claimed back before its release was heard continues warm.)
+   *
+   * A stale run is read again once no execution here holds it: if it really is ours (a queued run
+   * that suspended and was dispatched back to us, a claim after a suspend), that read finds it.
    */
-  private staleAssignedRow(id: string, issuedAt: number): boolean {
+  private staleHandout(id: string, issuedAt: number, kind: "read" | "grant"): boolean {
     const current = this.executions.get(id);
     if (current !== undefined) {
       if (current.stopped) this.rereadOnRelease.add(id);
       return true;
     }
-    if ((this.releasedDuringReads.get(id) ?? 0) > issuedAt) {
-      this.pokeAssigned();
+    const since = (kind === "read" ? this.releasedDuringHandouts : this.loadedDuringHandouts).get(id) ?? 0;
+    if (since > issuedAt) {
+      this.reread(id);
       return true;
     }
     return false;
+  }
+
+  /** Reads a run again, now that no execution here holds it, and loads it if it is ours (running under us). */
+  private reread(id: string): void {
+    const at = this.beginHandout();
+    void this.loadAssigned(id, undefined, { at, kind: "read" }).finally(() => this.endHandout());
   }
 
   /**
@@ -617,11 +668,11 @@ export class Executor implements ExecutionHost {
    * `loaded`: its row as the dispatch left it, which needs no reading again (nor its journal, when
    * it has none).
    */
-  private async loadAssigned(id: string, loaded?: { run: RunRow; hasSteps: boolean }, readAt?: number): Promise<void> {
-    // A run whose execution here is still letting go of it counts as not loaded (see load) — but
-    // for a decision only: a read's row of it may be stale (staleAssignedRow).
+  private async loadAssigned(id: string, loaded?: { run: RunRow; hasSteps: boolean }, handout?: { at: number; kind: "read" | "grant" }): Promise<void> {
+    // A run whose execution here is still letting go of it counts as not loaded (see load), unless
+    // the hand-out may be stale (staleHandout).
     if (this.executions.get(id)?.stopped === false || this.reloads.has(id)) return;
-    if (readAt !== undefined && this.staleAssignedRow(id, readAt)) return;
+    if (handout !== undefined && this.staleHandout(id, handout.at, handout.kind)) return;
     try {
       // Both reads at once: on PostgreSQL two pooled connections, one round trip's wait.
       const [run, journal] =
@@ -629,8 +680,8 @@ export class Executor implements ExecutionHost {
           ? await Promise.all([this.store.getRun(id), this.store.loadJournal(id)])
           : [loaded.run, loaded.hasSteps ? await this.store.loadJournal(id) : []];
       if (run === undefined || run.status !== "running" || run.executorId !== this.executorId) return;
-      // Loaded or let go of meanwhile (by a pass reading the same run): checked again after the awaits.
-      if (readAt !== undefined && this.staleAssignedRow(id, readAt)) return;
+      // Loaded or let go of meanwhile (by a read of the same run): checked again after the awaits.
+      if (handout !== undefined && this.staleHandout(id, handout.at, handout.kind)) return;
       this.load(run, journal);
     } catch (error) {
       this.reloadLater(id);
@@ -654,21 +705,27 @@ export class Executor implements ExecutionHost {
     const execution = this.newExecution(run, journal);
     if (execution === null) return;
     this.executions.set(run.id, execution);
+    this.noteLoaded(run.id);
     execution.execute().catch((error: unknown) => this.options.onError(error));
   }
 
   // ---- warm runs (src/engine/warm-runs.ts) ------------------------------------------------------
 
   /** A run claimed here: continued from memory if its parked execution may (WarmRuns.take), else loaded from its journal. */
-  private async loadClaimed(run: RunRow): Promise<void> {
+  private async loadClaimed(run: RunRow, claimedAt: number): Promise<void> {
     const warm = this.executions.has(run.id) ? undefined : await this.warmRuns.take(run, this.executorId, this.store);
     if (warm !== undefined && this.started && !this.executions.has(run.id) && warm.parked && warm.fence.executorId === this.executorId) {
+      if (this.staleHandout(run.id, claimedAt, "grant")) return warm.dropWaits();
       this.executions.set(run.id, warm);
+      this.noteLoaded(run.id);
       warm.wake();
       return;
     }
     warm?.dropWaits();
-    this.load(run, await this.store.loadJournal(run.id));
+    const journal = await this.store.loadJournal(run.id);
+    // A read of our assigned runs may have loaded it meanwhile, or it is still letting go here: see staleHandout.
+    if (this.staleHandout(run.id, claimedAt, "grant")) return;
+    this.load(run, journal);
   }
 
   private newExecution(run: RunRow, journal: Awaited<ReturnType<Store["loadJournal"]>>): RunExecution | null {
