@@ -24,7 +24,11 @@ describe.each(BACKENDS)("cron schedules on $name", (backend) => {
 
   /** A Cairn whose "tick" workflow counts its executions per run id in `done`. */
   function executor(db: string, clock: ManualClock, done: Map<string, number>, catchUp?: "skip" | "all" | "latest"): Cairn {
-    const cairn = env.cairn(db, { clock, pollIntervalMs: 20 });
+    // A lease longer than the clock's jumps: the manual clock advances a minute at once, and a
+    // peer whose heartbeat renewal (sent on every advance) had not committed yet looked a minute
+    // silent to a death check racing it — taken over mid-step, its step ran twice (a flake of this
+    // test under load, not of cron: the ticks are what is tested here, takeover in queue-crash).
+    const cairn = env.cairn(db, { clock, pollIntervalMs: 20, leaseMs: 10 * MINUTE });
     const wf = cairn.workflow("tick", async (ctx, input: { n: number }) => {
       const id = await ctx.step("run id", () => String(ctx.runId));
       await ctx.step("count", () => done.set(id, (done.get(id) ?? 0) + 1));
