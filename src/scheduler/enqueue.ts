@@ -102,7 +102,8 @@ const DEDUP = `SELECT t.run_id, r.status FROM cairn_queue_runs t JOIN cairn_runs
  * the run in the same call (enqueue-function.ts). `oldestHeartbeat`: now − the lease.
  */
 export interface DispatchAtEnqueue {
-  call: Promise<Statement>;
+  /** Null: this role may not create the function (the plain enqueue is used). */
+  call: Promise<Statement | null>;
   oldestHeartbeat: number;
 }
 
@@ -154,11 +155,11 @@ export async function enqueueRun(
       if (store.backend === "postgres" && run.input.hash === null && startRows.length === 0) {
         // Concurrent enqueues each on a pooled connection: on the layers' one held connection they
         // took turns (16 producers in flight: 787–869 → 266–364 enqueues/s).
-        // The enqueue function, unless this role may not create it (SQLSTATE 42501): the plain
-        // statement does the same write, and the executors the dispatch.
-        const call = dispatching === undefined ? null : await dispatching.call.catch(notAllowedToCreate);
+        // The enqueue function, unless this role may not create it (null): the plain statement
+        // does the same write, and the executors the dispatch.
+        const call = dispatching === undefined ? null : await dispatching.call;
         if (call !== null) {
-          const params = [...enqueueValues(queue, run, checked), dispatching!.oldestHeartbeat, queue.policy];
+          const params = [...enqueueValues(queue, run, checked), dispatching?.oldestHeartbeat, queue.policy];
           const [row] = await store.execute<{ created: unknown }>(call, params, { concurrent: true });
           return { runId: run.id, created: row?.created === true };
         }
@@ -190,9 +191,4 @@ export async function enqueueRun(
       if (checked.dedupKey === null || !isConstraintError(error) || attempt >= 2) throw error;
     }
   }
-}
-
-function notAllowedToCreate(error: unknown): null {
-  if ((error as { code?: unknown } | null)?.code === "42501") return null;
-  throw error;
 }

@@ -483,9 +483,8 @@ export class Executor implements ExecutionHost {
   }
 
   /** Claims up to `capacity` runs and loads them; false when our executor row is gone (nothing claimed). */
-  private async claimAndLoad(now: number, dead: DeadExecutor[], capacity: number): Promise<boolean> {
-    const claimedAt = this.beginHandout();
-    try {
+  private claimAndLoad(now: number, dead: DeadExecutor[], capacity: number): Promise<boolean> {
+    return this.handout(async (claimedAt) => {
       const runs = await this.store.claimRuns({
         executorId: this.executorId,
         appVersion: this.options.recoverAllVersions ? null : this.options.appVersion,
@@ -509,9 +508,7 @@ export class Executor implements ExecutionHost {
         }),
       );
       return true;
-    } finally {
-      this.endHandout();
-    }
+    });
   }
 
   /**
@@ -524,13 +521,8 @@ export class Executor implements ExecutionHost {
    * naming us, which asks for them (as do a peer's poke in this process, every claiming pass and
    * every poll); a dispatch-only pass — a slot freed here, a run enqueued — has none to look for.
    */
-  private async dispatchQueues(now: number, queues: Queues, readAssigned: boolean): Promise<boolean> {
-    const decidedAt = this.beginHandout();
-    try {
-      return await this.dispatchAndLoad(now, queues, readAssigned, decidedAt);
-    } finally {
-      this.endHandout();
-    }
+  private dispatchQueues(now: number, queues: Queues, readAssigned: boolean): Promise<boolean> {
+    return this.handout((decidedAt) => this.dispatchAndLoad(now, queues, readAssigned, decidedAt));
   }
 
   private async dispatchAndLoad(now: number, queues: Queues, readAssigned: boolean, decidedAt: number): Promise<boolean> {
@@ -556,29 +548,30 @@ export class Executor implements ExecutionHost {
     if (queues.served().length === 0) return;
     // Runs running here are left out of the read.
     const running = [...this.executions].filter(([, execution]) => !execution.stopped).map(([id]) => id);
-    const issuedAt = this.beginHandout();
-    try {
+    await this.handout(async (issuedAt) => {
       const assigned = queues.assigned(this.executorId, [...given.keys(), ...running]);
       assigned.catch(() => undefined); // awaited below; a failure must not be unhandled while the given runs load
       const grant = { at: decidedAt ?? issuedAt, kind: "grant" as const };
       await Promise.all([...given.values()].map((decision) => this.loadAssigned(decision.runId, decision.loaded, grant)));
       const others = (await assigned).filter((run) => !given.has(run.runId));
       await Promise.all(others.map((run) => this.loadAssigned(run.runId, run.loaded, { at: issuedAt, kind: "read" })));
-    } finally {
-      this.endHandout();
-    }
+    });
   }
 
-  /** Marks a hand-out as sent (see staleHandout): its place in the order of loads and releases here. */
-  private beginHandout(): number {
+  /**
+   * Runs `body`, a hand-out of runs to this executor (see staleHandout), with its place in the
+   * order of loads and releases here; loads and releases are recorded while any is in flight.
+   */
+  private async handout<T>(body: (issuedAt: number) => Promise<T>): Promise<T> {
     this.handoutsInFlight++;
-    return this.handoutEvents;
-  }
-
-  private endHandout(): void {
-    if (--this.handoutsInFlight > 0) return;
-    this.releasedDuringHandouts.clear();
-    this.loadedDuringHandouts.clear();
+    try {
+      return await body(this.handoutEvents);
+    } finally {
+      if (--this.handoutsInFlight === 0) {
+        this.releasedDuringHandouts.clear();
+        this.loadedDuringHandouts.clear();
+      }
+    }
   }
 
   /** An execution of `id` starts here (loaded, or a warm one woken): hand-outs in flight must know (staleHandout). */
@@ -619,8 +612,7 @@ export class Executor implements ExecutionHost {
 
   /** Reads a run again, now that no execution here holds it, and loads it if it is ours (running under us). */
   private reread(id: string): void {
-    const at = this.beginHandout();
-    void this.loadAssigned(id, undefined, { at, kind: "read" }).finally(() => this.endHandout());
+    void this.handout((at) => this.loadAssigned(id, undefined, { at, kind: "read" }));
   }
 
   /**

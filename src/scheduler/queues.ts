@@ -3,6 +3,7 @@ import { InvalidSpecError } from "../errors.js";
 import type { Connection, Statement } from "../store/connection.js";
 import { POSTGRES, SQLITE, type SqlDialect } from "../store/dialect.js";
 import { toRunRow } from "../store/rows.js";
+import { isPermissionError } from "../store/store-errors.js";
 import { RUN_SELECT } from "../store/statements.js";
 import type { RunRow, Store } from "../store/store.js";
 import { dispatchFunction, ensureFunctionSql, FENCED_SQLSTATE } from "./dispatch-function.js";
@@ -331,7 +332,7 @@ export class Queues {
    * the run it stores (enqueue-function.ts), created in the database on first use; null elsewhere
    * (SQLite, a user policy: the plain enqueue, and a dispatch pass by the executors).
    */
-  enqueueCall(spec: QueueSpec): Promise<Statement> | null {
+  enqueueCall(spec: QueueSpec): Promise<Statement | null> | null {
     if (this.dialect.name !== "postgres" || !isBuiltInPolicy(spec.policy) || this.mayNotCreateFunctions) return null;
     const policy = spec.policy;
     const call = this.ensured(`enqueue:${policy}:${spec.policySql}`, async () => {
@@ -340,12 +341,13 @@ export class Queues {
       await this.store.execute(ensureFunctionSql(fn), []);
       return fn.call;
     });
-    // A producer whose role may not create functions (SQLSTATE 42501) enqueues with the plain
-    // statement from then on, and leaves the dispatch to the executors.
-    call.catch((error: unknown) => {
-      if ((error as { code?: unknown } | null)?.code === "42501") this.mayNotCreateFunctions = true;
+    // A producer whose role may not create functions enqueues with the plain statement (null)
+    // from then on, and leaves the dispatch to the executors.
+    return call.catch((error: unknown) => {
+      if (!isPermissionError(error)) throw error;
+      this.mayNotCreateFunctions = true;
+      return null;
     });
-    return call;
   }
 
   private mayNotCreateFunctions = false;

@@ -66,6 +66,11 @@ export function isRetryableStoreError(error: unknown): boolean {
   return classifyStoreError(error).kind === "retryable";
 }
 
+/** PostgreSQL refused the role the statement (SQLSTATE 42501, insufficient_privilege): asking again will not help. */
+export function isPermissionError(error: unknown): boolean {
+  return errorCode(error) === "42501";
+}
+
 /** The commit's own fault (its data broke a constraint): it fails alone, the batch goes on. */
 export function isConstraintError(error: unknown): boolean {
   return classifyStoreError(error).kind === "constraint";
