@@ -4,6 +4,19 @@ import { ManualClock } from "../../src/testing/index.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
 import { runtimeOf, storeOf } from "../../src/internal.js";
+import type { Fence, WriteOp } from "../../src/store/store.js";
+
+/** Every commit made under a fence of `runId`, as the op types it carried, in order. */
+function commitsOf(cairn: import("../../src/index.js").Cairn, runId: string): string[][] {
+  const store = storeOf(cairn);
+  const seen: string[][] = [];
+  const commit = store.commit.bind(store);
+  store.commit = ((fence: Fence | null, ops: WriteOp[], ...rest: unknown[]) => {
+    if (fence?.runId === runId) seen.push(ops.map((op) => op.type));
+    return (commit as (...args: unknown[]) => Promise<void>)(fence, ops, ...rest);
+  }) as typeof store.commit;
+  return seen;
+}
 
 describe.each(BACKENDS)("durable timers on $name", (backend) => {
   const env = cairnFactory(backend);
@@ -54,6 +67,63 @@ describe.each(BACKENDS)("durable timers on $name", (backend) => {
     await eventually(async () => (await storeOf(second).loadJournal("rest")).length === 2);
     clock.advance(5_000);
     expect(await second.run("rest").result()).toBe("rested");
+  });
+
+  it("records a sleep's end with the run's next commit: a run that wakes and finishes commits once", async () => {
+    const clock = new ManualClock();
+    const db = await env.database();
+    const cairn = env.cairn(db, { clock });
+    const wf = cairn.workflow("wake-once", async (ctx) => {
+      await ctx.sleep("nap", 1_000);
+      return "up";
+    });
+    await cairn.launch();
+    const run = await wf.start(undefined, { id: "wake-once" });
+    await eventually(async () => (await run.status()).status === "waiting");
+    const commits = commitsOf(cairn, "wake-once");
+    clock.advance(1_000);
+    expect(await run.result()).toBe("up");
+    // The sleep's end went with the finish, ahead of it, instead of a commit of its own.
+    expect(commits).toEqual([["completion", "finish"]]);
+    const [nap] = await storeOf(cairn).loadJournal("wake-once");
+    expect(nap).toMatchObject({ kind: "sleep", name: "nap", completion: 0 });
+  });
+
+  it("writes a sleep's end alone when the run goes on without committing, and keeps the journal's order", async () => {
+    const clock = new ManualClock();
+    const db = await env.database();
+    const cairn = env.cairn(db, { clock });
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const wf = cairn.workflow("wake-busy", async (ctx) => {
+      await ctx.sleep("nap", 1_000);
+      await released; // work that commits nothing, for as long as it takes
+      await ctx.step("after", () => "done");
+      await ctx.sleep("again", 1_000);
+      return ctx.step("last", () => "end");
+    });
+    await cairn.launch();
+    const run = await wf.start(undefined, { id: "wake-busy" });
+    await eventually(async () => (await run.status()).status === "waiting");
+    const commits = commitsOf(cairn, "wake-busy");
+    clock.advance(1_000);
+    // The run is still busy, yet its journal already says the sleep ended.
+    await eventually(async () => (await storeOf(cairn).loadJournal("wake-busy"))[0]?.completion === 0);
+    expect((await run.status()).status).toBe("running");
+    expect(commits).toEqual([["completion"]]);
+    release();
+    await eventually(async () => (await run.status()).status === "waiting");
+    clock.advance(1_000);
+    expect(await run.result()).toBe("end");
+    // The second sleep's end rode with the last step's record.
+    expect(commits.slice(-2)).toEqual([["completion", "step"], ["finish"]]);
+    const journal = await storeOf(cairn).loadJournal("wake-busy");
+    expect(journal.map((row) => [row.name, row.completion])).toEqual([
+      ["nap", 0],
+      ["after", 1],
+      ["again", 2],
+      ["last", 3],
+    ]);
   });
 
   it("fails a run that passes its deadline, even while it sleeps", async () => {

@@ -282,8 +282,7 @@ export class JournalCore extends RunLifecycle {
    */
   async write(ops: WriteOp[], outcome?: { committed: boolean }, deferDurability = false): Promise<boolean> {
     try {
-      await (deferDurability ? this.store.commit(this.fence, ops, DEFERRED) : this.store.commit(this.fence, ops));
-      this.watch.wrote(ops);
+      await (deferDurability ? this.commit(ops, DEFERRED) : this.commit(ops));
       if (outcome !== undefined) outcome.committed = true;
       return !this.stopped;
     } catch (error) {
@@ -300,6 +299,30 @@ export class JournalCore extends RunLifecycle {
       }
       return false;
     }
+  }
+
+  protected override committed(ops: readonly WriteOp[]): void {
+    this.watch.wrote(ops);
+  }
+
+  /**
+   * A record that rides with the run's next commit instead of waiting for a commit of its own: the
+   * end of a sleep whose time has come (timers.ts). Its loss costs nothing — a replay that finds the
+   * sleep's time passed ends it again, as it would have ended live — so the workflow goes on without
+   * waiting for it to be durable. But every later commit of the run (a step, a suspend, the finish:
+   * RunLifecycle.commit) carries it first, so no later record can reach the journal without it and
+   * the order outcomes were handed over in stays whole. Thousands of runs waking together thus make
+   * one commit each (the end of the sleep with the finish or the next step), not two. When no
+   * commit comes by within this turn of the event loop, it is written alone — without anyone
+   * waiting — so the journal shows the sleep ended while the run goes on with work that does not
+   * commit.
+   */
+  ride(op: WriteOp): void {
+    this.riders.push(op);
+    if (this.riders.length > 1) return;
+    setImmediate(() => {
+      if (this.riders.length > 0 && !this.stopped) void this.write([]);
+    });
   }
 
   /**

@@ -1,5 +1,5 @@
 import { FencedError, TimeoutError } from "../../errors.js";
-import type { Fence, RunRow, Store, StoredValue } from "../../store/store.js";
+import type { CommitOptions, Fence, RunRow, Store, StoredValue, WriteOp } from "../../store/store.js";
 import { errorText, toStored } from "../../store/value/index.js";
 import type { AttemptHost } from "../attempts.js";
 import type { Clock } from "../clock.js";
@@ -78,6 +78,8 @@ export abstract class RunLifecycle {
   private readonly waits = new Map<number, HeldWait>();
   /** Waits looking again after a warm wake-up: a look that waits again keeps its workflow promise. */
   private readonly redriving = new Map<number, HeldWait["settle"]>();
+  /** Records waiting to ride with the run's next commit (JournalCore.ride). */
+  protected riders: WriteOp[] = [];
   private suspendCheckScheduled = false;
   private halted = false;
   /** Unloaded, kept in memory for a warm continuation (warm-runs.ts); `disturbed` once anything looked at it. */
@@ -239,7 +241,7 @@ export abstract class RunLifecycle {
     };
     this.stopSignal.abort(() => new FencedError("run unloaded while it waits"));
     try {
-      await this.store.commit(this.fence, [{ type: "suspend", runId: this.runId, wait, at: this.clock.now() }]);
+      await this.commit([{ type: "suspend", runId: this.runId, wait, at: this.clock.now() }]);
     } catch (error) {
       this.parking = false;
       this.letGo(error instanceof FencedError ? "lost" : "store-error", error);
@@ -271,7 +273,7 @@ export abstract class RunLifecycle {
     }
     this.stopSignal.abort(() => new FencedError("run settled"));
     try {
-      await this.store.commit(this.fence, [{ type: "finish", runId: this.runId, status, output, error, at: this.clock.now() }]);
+      await this.commit([{ type: "finish", runId: this.runId, status, output, error, at: this.clock.now() }]);
     } catch (failure) {
       this.letGo(failure instanceof FencedError ? "lost" : "store-error", failure);
       return;
@@ -292,6 +294,23 @@ export abstract class RunLifecycle {
     // Only a child's end can make work claimable here (its waiting parent); a top-level run's cannot.
     if (this.run.parentId !== null) this.host.poke();
   }
+
+  /**
+   * Commits ops under the run's fence, the records riding with it first (JournalCore.ride): every
+   * commit of the run carries them, so none reaches the journal after a later record. Throws what
+   * the store throws (FencedError: the run was lost).
+   */
+  protected async commit(ops: WriteOp[], options?: CommitOptions): Promise<void> {
+    if (this.riders.length > 0) {
+      ops = [...this.riders, ...ops];
+      this.riders = [];
+    }
+    await (options === undefined ? this.store.commit(this.fence, ops) : this.store.commit(this.fence, ops, options));
+    this.committed(ops);
+  }
+
+  /** Ops that reached the database under the run's fence. */
+  protected committed(_ops: readonly WriteOp[]): void {}
 
   /** Tells the executor (and the trace) that this execution let go of its run, unsettled. */
   letGo(how: Exclude<RunEnd, "succeeded" | "failed">, error?: unknown): void {

@@ -6,8 +6,9 @@ import { perform, type DurableOperation } from "./operation.js";
 /**
  * Timers: `ctx.sleep` and `ctx.sleepUntil`. The wake-up time is recorded when the sleep begins (a
  * record without a completion: the workflow has not seen the sleep end); the run unloads until then,
- * and when the sleep ends its completion is recorded. Inside a step's function the run stays loaded
- * anyway, so the sleep happens in memory.
+ * and when the sleep ends its completion is recorded with the run's next commit (JournalCore.ride:
+ * a crash before it replays the sleep, whose time has passed, into the same end). Inside a step's
+ * function the run stays loaded anyway, so the sleep happens in memory.
  */
 
 /** A sleep's live part; `wakeTime` turns the call into the time to wake at, when it goes live. */
@@ -69,8 +70,10 @@ async function sleepTo(run: JournalCore, began: Began, wakeAt: number): Promise<
   if (!run.live()) return never();
   run.active++;
   try {
+    // When the sleep ended rides with the run's next commit (JournalCore.ride): a crash that loses
+    // it is replayed into the same end.
     const completion = run.order.reserve();
-    if (!(await run.write([{ type: "completion", runId: run.runId, seq: began.seq, completion }]))) return never();
+    run.ride({ type: "completion", runId: run.runId, seq: began.seq, completion });
     if (!(await run.delivered(completion))) return never();
   } finally {
     run.settleActive();
