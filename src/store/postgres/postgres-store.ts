@@ -577,8 +577,12 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
   }
 }
 
-/** The most commits one flush writes in one transaction (see flushQueue). */
-const MAX_BATCH_COMMITS = 128;
+/**
+ * The most commits one flush writes in one transaction (see flushQueue). Larger batches cost the
+ * server less per commit (10,000 runs waking at once: 84 flushes of 128 took 1.3–2.0 s of writer
+ * time, 26–31 of 512 took 0.75–1.0 s); a batch this size is a few tens of milliseconds.
+ */
+const MAX_BATCH_COMMITS = 512;
 
 /**
  * A batch of unfenced commits that only create runs (top-level starts, `startMany`): their new
