@@ -1,6 +1,6 @@
 import type { IdGenerator, ToolSet } from "ai";
 import type { WorkflowContext } from "../engine/context.js";
-import { DURABLE_RUN, durableRun } from "../engine/durable-run.js";
+import { DURABLE_RUN, durableRun, type DurableRun } from "../engine/durable-run.js";
 import type { Budget } from "./budget.js";
 import { durableTools, type Permissions } from "./durable-tools.js";
 import type { RecordedModelOptions } from "./recorded-model.js";
@@ -60,44 +60,55 @@ export function agentContext(ctx: WorkflowContext, settings: AgentSettings = {})
   if (settings.approvalKey !== undefined) setApprovalKey(run, settings.approvalKey);
   // One context per run: a wrapper that already is one (agentBody inside Cairn.workflow) is reused.
   if ((ctx as { [AGENT_CONTEXT]?: boolean })[AGENT_CONTEXT] === true) return ctx as AgentContext;
-  // Every workflow of a Cairn gets this context, and most use none of it (a run that sleeps and
-  // ends): the helpers are made when first read, not per run (~5 µs a run, 10,000 runs waking at once).
-  let memory: Memory | undefined;
-  let artifacts: Artifacts | undefined;
-  let generateId: IdGenerator | undefined;
-  const extras: Partial<AgentContext> & { [AGENT_CONTEXT]: true } = {
-    [AGENT_CONTEXT]: true,
-    model: (model, options = {}) => budgetedModel(run, model, options),
-    budget: (budget, options = {}) => openRunBudget(run, budget, options),
-    tools: (tools, permissions) => durableTools(run, proxy, tools, permissions),
-    delegate: async (agent, input, options = {}) => {
-      const scope = agentState(run).scopeId ?? null;
-      const child = await run.child(
-        agent,
-        { ...input, delegation: { parentScope: scope, budget: options.budget ?? null } },
-        options.id === undefined ? {} : { id: options.id },
-      );
-      return child.result();
-    },
-    get memory() {
-      return (memory ??= memoryFor(run, run.workflowName));
-    },
-    get artifacts() {
-      return (artifacts ??= artifactsFor(run));
-    },
-    get generateId() {
-      return (generateId ??= replayableIdGenerator(run));
-    },
-  };
-  const proxy = new Proxy(run, {
-    get(target, prop) {
-      if (prop === DURABLE_RUN) return target;
-      if (Object.prototype.hasOwnProperty.call(extras, prop)) return extras[prop as keyof typeof extras];
-      const value: unknown = Reflect.get(target, prop, target);
-      return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-    },
-  }) as unknown as AgentContext;
+  const handler = new AgentContextHandler();
+  const proxy = new Proxy(run, handler) as unknown as AgentContext;
+  handler.context = proxy;
   return proxy;
 }
 
 const AGENT_CONTEXT = Symbol("cairn.agentContext");
+
+/**
+ * The proxy's handler: the run's own members, plus the agent helpers. Every workflow of a Cairn
+ * gets this context and most use none of it (a run that sleeps and ends), so a run costs one
+ * handler and one proxy; the helpers are made when first read (10,000 runs waking at once).
+ */
+class AgentContextHandler implements ProxyHandler<DurableRun> {
+  context!: AgentContext;
+  private memory: Memory | undefined;
+  private artifacts: Artifacts | undefined;
+  private generateId: IdGenerator | undefined;
+
+  get(run: DurableRun, prop: string | symbol): unknown {
+    switch (prop) {
+      case DURABLE_RUN:
+        return run;
+      case AGENT_CONTEXT:
+        return true;
+      case "model":
+        return ((model, options = {}) => budgetedModel(run, model, options)) satisfies AgentContext["model"];
+      case "budget":
+        return ((budget, options = {}) => openRunBudget(run, budget, options)) satisfies AgentContext["budget"];
+      case "tools":
+        return ((tools, permissions) => durableTools(run, this.context, tools, permissions)) satisfies AgentContext["tools"];
+      case "delegate":
+        return (async (agent, input, options = {}) => {
+          const scope = agentState(run).scopeId ?? null;
+          const child = await run.child(
+            agent,
+            { ...input, delegation: { parentScope: scope, budget: options.budget ?? null } },
+            options.id === undefined ? {} : { id: options.id },
+          );
+          return child.result();
+        }) satisfies AgentContext["delegate"];
+      case "memory":
+        return (this.memory ??= memoryFor(run, run.workflowName));
+      case "artifacts":
+        return (this.artifacts ??= artifactsFor(run));
+      case "generateId":
+        return (this.generateId ??= replayableIdGenerator(run));
+    }
+    const value: unknown = Reflect.get(run, prop, run);
+    return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(run) : value;
+  }
+}
