@@ -126,6 +126,43 @@ describe.each(BACKENDS)("durable timers on $name", (backend) => {
     ]);
   });
 
+  it("lands a sleep's end before a transaction, a receive or a select records past it", async () => {
+    const clock = new ManualClock();
+    const db = await env.database();
+    const cairn = env.cairn(db, { clock });
+    const store = storeOf(cairn);
+    // What the journal held when each statement that records on its own began.
+    const seen: [string, (number | null)[]][] = [];
+    const snapshot = async (what: string) => seen.push([what, (await store.loadJournal("lands")).map((row) => row.completion)]);
+    const { transaction, receive, settleSelect } = store;
+    store.transaction = async (...args) => (await snapshot("transaction"), transaction.apply(store, args));
+    store.receive = async (...args) => (await snapshot("receive"), receive.apply(store, args));
+    store.settleSelect = async (...args) => (await snapshot("select"), settleSelect.apply(store, args as never)) as never;
+    const wf = cairn.workflow("lands", async (ctx) => {
+      await ctx.sleep("a", 1_000);
+      await ctx.transaction("tx", (sql) => sql.query("SELECT 1 AS one"));
+      await ctx.sleep("b", 1_000);
+      await ctx.recv("nothing", { timeoutMs: 0 });
+      await ctx.sleep("c", 1_000);
+      await ctx.select("first", { late: { timeoutMs: 0 } });
+      return "done";
+    });
+    await cairn.launch();
+    const run = await wf.start(undefined, { id: "lands" });
+    for (const sleep of ["a", "b", "c"]) {
+      // Asleep on this sleep (its start recorded, the run unloaded) before the clock moves on.
+      await eventually(async () => (await run.status()).status === "waiting" && (await store.loadJournal("lands")).some((row) => row.name === sleep));
+      clock.advance(1_000);
+    }
+    expect(await run.result()).toBe("done");
+    // Each saw the sleep before it ended (its completion set), never a later record without it.
+    expect(seen).toEqual([
+      ["transaction", [0]],
+      ["receive", [0, 1, 2]],
+      ["select", [0, 1, 2, 3, 4]],
+    ]);
+  });
+
   it("fails a run that passes its deadline, even while it sleeps", async () => {
     const clock = new ManualClock();
     const db = await env.database();

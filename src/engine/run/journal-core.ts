@@ -310,8 +310,9 @@ export class JournalCore extends RunLifecycle {
    * end of a sleep whose time has come (timers.ts). Its loss costs nothing — a replay that finds the
    * sleep's time passed ends it again, as it would have ended live — so the workflow goes on without
    * waiting for it to be durable. But every later commit of the run (a step, a suspend, the finish:
-   * RunLifecycle.commit) carries it first, so no later record can reach the journal without it and
-   * the order outcomes were handed over in stays whole. Thousands of runs waking together thus make
+   * RunLifecycle.commit) carries it first, and the operations that record by a statement of their
+   * own land it before (`landRiders`), so no later record can reach the journal without it and the
+   * order outcomes were handed over in stays whole. Thousands of runs waking together thus make
    * one commit each (the end of the sleep with the finish or the next step), not two. When no
    * commit comes by within this turn of the event loop, it is written alone — without anyone
    * waiting — so the journal shows the sleep ended while the run goes on with work that does not
@@ -323,6 +324,16 @@ export class JournalCore extends RunLifecycle {
     setImmediate(() => {
       if (this.riders.length > 0 && !this.stopped) void this.write([]);
     });
+  }
+
+  /**
+   * Commits the records riding with the run's next commit now (see `ride`), for an operation whose
+   * record reaches the journal by a statement of its own — a transaction, a receive, a select's
+   * settlement — which cannot carry them: its record's completion ordinal is higher than theirs.
+   * False: the run was lost (or its store failed) meanwhile, as `write`.
+   */
+  landRiders(): Promise<boolean> | boolean {
+    return this.riders.length === 0 || this.write([]);
   }
 
   /**

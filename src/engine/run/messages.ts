@@ -94,6 +94,7 @@ async function lookInbox(run: JournalCore, began: Began, deadline: number | null
   run.active++;
   const completion = run.order.reserve();
   try {
+    if (!(await run.landRiders())) return never();
     const result = await run.store.receive(run.fence, { runId: run.runId, seq, name: topic, topic, now, deadline, path: began.path, completion });
     const waiting = result.status === "waiting";
     run.watch.noted(seq, "recv", waiting ? "pending" : "succeeded", waiting ? null : completion, waiting ? null : now);

@@ -125,6 +125,7 @@ async function lookAt(run: JournalCore, began: Began, call: Call, deadlines: Rec
   let foreign = false;
   let written = null as StepRecord | null;
   try {
+    if (!(await run.landRiders())) return never();
     const won = await run.store.settleSelect<Selected<string | number> | null>(run.fence, {
       runId: run.runId,
       topics,

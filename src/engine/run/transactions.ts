@@ -31,6 +31,8 @@ async function transact(run: JournalCore, began: Began, fn: TransactionFunction)
   try {
     let value: unknown;
     try {
+      // Records riding with the run's next commit go first: this transaction cannot carry them.
+      if (!(await run.landRiders())) return never();
       await run.store.transaction(run.fence, async (sql) => {
         value = await operationScopes.run(scope, () => fn(sql));
         const output = toStored(value, run.where(seq, name));
