@@ -306,34 +306,31 @@ export class JournalCore extends RunLifecycle {
   }
 
   /**
-   * A record that rides with the run's next commit instead of waiting for a commit of its own: the
-   * end of a sleep whose time has come (timers.ts). Its loss costs nothing — a replay that finds the
-   * sleep's time passed ends it again, as it would have ended live — so the workflow goes on without
-   * waiting for it to be durable. But every later commit of the run (a step, a suspend, the finish:
-   * RunLifecycle.commit) carries it first, and the operations that record by a statement of their
-   * own land it before (`landRiders`), so no later record can reach the journal without it and the
-   * order outcomes were handed over in stays whole. Thousands of runs waking together thus make
-   * one commit each (the end of the sleep with the finish or the next step), not two. When no
-   * commit comes by within this turn of the event loop, it is written alone — without anyone
-   * waiting — so the journal shows the sleep ended while the run goes on with work that does not
-   * commit.
+   * A record that need not be committed before the workflow goes on: the end of a top-level sleep
+   * whose time has come (timers.ts). Its loss costs nothing — a replay that finds the sleep's time
+   * passed ends it again, as it would have ended live. It is committed, at the latest, before the
+   * run's next durable operation acts (`landRiders`, called by every live operation and by the
+   * rooms that record by statements of their own), or with the run's suspend or finish, whichever
+   * comes first; any commit of the run meanwhile carries it (RunLifecycle.commit). So a record of
+   * the same branch past the sleep never reaches the journal without it, and the order outcomes
+   * were handed over in stays whole. A run that wakes and finishes makes one commit, not two
+   * (10,000 runs falling due at once); one that wakes and steps makes two, as before.
    */
   ride(op: WriteOp): void {
     this.riders.push(op);
-    if (this.riders.length > 1) return;
-    setImmediate(() => {
-      if (this.riders.length > 0 && !this.stopped) void this.write([]);
-    });
   }
 
   /**
-   * Commits the records riding with the run's next commit now (see `ride`), for an operation whose
-   * record reaches the journal by a statement of its own — a transaction, a receive, a select's
-   * settlement — which cannot carry them: its record's completion ordinal is higher than theirs.
-   * False: the run was lost (or its store failed) meanwhile, as `write`.
+   * Makes sure the records riding with the run have landed before the caller records past them
+   * (see `ride`): commits them now, or waits for the commit that carries them. False: the run was
+   * lost (or its store failed) meanwhile, as `write`.
    */
   landRiders(): Promise<boolean> | boolean {
-    return this.riders.length === 0 || this.write([]);
+    if (this.riders.length > 0) return this.write([]);
+    const landing = this.landing;
+    if (landing === null) return true;
+    // A carrier that failed put them back: commit them now, unless the failure stopped the run.
+    return landing.then((landed) => (landed ? !this.stopped : !this.stopped && this.landRiders()));
   }
 
   /**

@@ -80,6 +80,8 @@ export abstract class RunLifecycle {
   private readonly redriving = new Map<number, HeldWait["settle"]>();
   /** Records waiting to ride with the run's next commit (JournalCore.ride). */
   protected riders: WriteOp[] = [];
+  /** Whether the commit carrying riders now landed them (null: none in flight). */
+  protected landing: Promise<boolean> | null = null;
   private suspendCheckScheduled = false;
   private halted = false;
   /** Unloaded, kept in memory for a warm continuation (warm-runs.ts); `disturbed` once anything looked at it. */
@@ -296,16 +298,34 @@ export abstract class RunLifecycle {
   }
 
   /**
-   * Commits ops under the run's fence, the records riding with it first (JournalCore.ride): every
-   * commit of the run carries them, so none reaches the journal after a later record. Throws what
-   * the store throws (FencedError: the run was lost).
+   * Commits ops under the run's fence, the records riding with the run first (JournalCore.ride).
+   * While a commit carries them, `landing` says whether it landed; one that fails puts them back in
+   * front, for the next commit (a refused send's run goes on). Throws what the store throws
+   * (FencedError: the run was lost).
    */
   protected async commit(ops: WriteOp[], options?: CommitOptions): Promise<void> {
-    if (this.riders.length > 0) {
-      ops = [...this.riders, ...ops];
+    const carried = this.riders.length === 0 ? null : this.riders;
+    if (carried !== null) {
+      ops = [...carried, ...ops];
       this.riders = [];
     }
-    await (options === undefined ? this.store.commit(this.fence, ops) : this.store.commit(this.fence, ops, options));
+    const committing = options === undefined ? this.store.commit(this.fence, ops) : this.store.commit(this.fence, ops, options);
+    if (carried !== null) {
+      const landed = committing.then(
+        () => true,
+        () => false,
+      );
+      this.landing = landed;
+      void landed.then(() => {
+        if (this.landing === landed) this.landing = null;
+      });
+    }
+    try {
+      await committing;
+    } catch (error) {
+      if (carried !== null) this.riders = [...carried, ...this.riders];
+      throw error;
+    }
     this.committed(ops);
   }
 

@@ -81,6 +81,9 @@ export async function perform<Call, Work, T>(
   // from its journal needs no such care: its claim was a commit that waited for durability, and
   // made every row before it durable.
   const defers = op.defers?.(call, began) === true;
+  // A sleep's end not yet committed (JournalCore.ride) lands before anything records past it.
+  const landed = run.landRiders();
+  if (landed !== true && !(await landed)) return never();
   if (!defers && run.undurable() && !(await run.barrier())) return never();
   const spec = run.trace === undefined ? undefined : op.trace?.(call);
   const span = run.trace?.operation(kind, name, began.seq, began.identity, run.scope().identity, spec as OperationTraceSpec<never> | undefined);

@@ -1,4 +1,5 @@
 import { InvalidSpecError } from "../../errors.js";
+import type { WriteOp } from "../../store/store.js";
 import { fromStored, toStored } from "../../store/value/index.js";
 import { never, type Began, type JournalCore } from "./journal-core.js";
 import { perform, type DurableOperation } from "./operation.js";
@@ -6,9 +7,10 @@ import { perform, type DurableOperation } from "./operation.js";
 /**
  * Timers: `ctx.sleep` and `ctx.sleepUntil`. The wake-up time is recorded when the sleep begins (a
  * record without a completion: the workflow has not seen the sleep end); the run unloads until then,
- * and when the sleep ends its completion is recorded with the run's next commit (JournalCore.ride:
- * a crash before it replays the sleep, whose time has passed, into the same end). Inside a step's
- * function the run stays loaded anyway, so the sleep happens in memory.
+ * and when the sleep ends its completion is recorded — at the workflow's top, before the run's next
+ * operation or with its unload or end (JournalCore.ride: a crash before it replays the sleep, whose
+ * time has passed, into the same end). Inside a step's function the run stays loaded anyway, so the
+ * sleep happens in memory.
  */
 
 /** A sleep's live part; `wakeTime` turns the call into the time to wake at, when it goes live. */
@@ -70,10 +72,13 @@ async function sleepTo(run: JournalCore, began: Began, wakeAt: number): Promise<
   if (!run.live()) return never();
   run.active++;
   try {
-    // When the sleep ended rides with the run's next commit (JournalCore.ride): a crash that loses
-    // it is replayed into the same end.
     const completion = run.order.reserve();
-    run.ride({ type: "completion", runId: run.runId, seq: began.seq, completion });
+    const ended: WriteOp = { type: "completion", runId: run.runId, seq: began.seq, completion };
+    // At the workflow's top, that the sleep ended is committed before the run's next operation or
+    // with its end (JournalCore.ride): a crash that loses it is replayed into the same end. Inside
+    // a step it is recorded at once, as the step's own records are.
+    if (!began.nested) run.ride(ended);
+    else if (!(await run.write([ended]))) return never();
     if (!(await run.delivered(completion))) return never();
   } finally {
     run.settleActive();

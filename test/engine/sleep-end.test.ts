@@ -1,0 +1,93 @@
+import { describe, expect, it } from "vitest";
+import type { Cairn, WorkflowContext } from "../../src/index.js";
+import { runtimeOf, storeOf } from "../../src/internal.js";
+import { ManualClock } from "../../src/testing/index.js";
+import { BACKENDS } from "../backends.js";
+import { cairnFactory, eventually } from "../harness.js";
+
+/**
+ * A top-level sleep's end is not committed before the workflow goes on (JournalCore.ride): it lands
+ * before the run's next operation, or with its suspend or finish. Cases found by review of the
+ * first version, which lost it or let a later record land first.
+ */
+describe.each(BACKENDS)("a sleep's end on $name", (backend) => {
+  const env = cairnFactory(backend);
+  const loaded = (cairn: Cairn): string[] => (runtimeOf(cairn) as unknown as { executor: { loadedRunIds: string[] } }).executor.loadedRunIds;
+
+  it("survives a refused send that would have carried it, and replays exactly", async () => {
+    const clock = new ManualClock();
+    const db = await env.database();
+    const body = async (ctx: WorkflowContext) => {
+      await ctx.sleep("nap", 1_000);
+      try {
+        await ctx.send("no-such-run", "t", 1);
+      } catch {
+        // refused: the destination does not exist
+      }
+      await ctx.sleep("again", 1_000);
+      return "ok";
+    };
+    const first = env.cairn(db, { clock, replayStallMs: 300 });
+    const wf = first.workflow("refused", body);
+    await first.launch();
+    const run = await wf.start(undefined, { id: "refused" });
+    await eventually(async () => (await run.status()).status === "waiting");
+    clock.advance(1_000);
+    await eventually(async () => (await storeOf(first).loadJournal("refused")).length === 3 && (await run.status()).status === "waiting");
+    const journal = (await storeOf(first).loadJournal("refused")).map((row) => [row.name, row.completion]);
+    expect(journal[0]).toEqual(["nap", 0]);
+    await first.shutdown();
+    // Another process replays it from the journal (nothing warm).
+    const second = env.cairn(db, { clock, replayStallMs: 300 });
+    second.workflow("refused", body);
+    await second.launch();
+    clock.advance(1_000);
+    expect(await second.run("refused").result()).toBe("ok");
+  });
+
+  it("lands before a transaction that follows a turn of work that commits nothing", async () => {
+    const clock = new ManualClock();
+    const cairn = env.cairn(await env.database(), { clock });
+    const store = storeOf(cairn);
+    const seen: (number | null)[][] = [];
+    const { transaction } = store;
+    store.transaction = async (...args) => {
+      await transaction.apply(store, args);
+      // The journal the moment the transaction's record committed.
+      seen.push((await store.loadJournal("turn")).map((row) => row.completion));
+    };
+    const wf = cairn.workflow("turn", async (ctx) => {
+      await ctx.sleep("nap", 1_000);
+      await new Promise((resolve) => setImmediate(resolve));
+      await ctx.transaction("tx", (sql) => sql.query("SELECT 1 AS one"));
+      return "done";
+    });
+    await cairn.launch();
+    const run = await wf.start(undefined, { id: "turn" });
+    await eventually(async () => (await run.status()).status === "waiting");
+    clock.advance(1_000);
+    expect(await run.result()).toBe("done");
+    expect(seen).toEqual([[0, 1]]);
+  });
+
+  it("keeps a run warm that waits on after one of two sleeps ended", async () => {
+    const clock = new ManualClock();
+    const cairn = env.cairn(await env.database(), { clock });
+    let entered = 0;
+    const wf = cairn.workflow("two-naps", async (ctx) => {
+      entered++;
+      await Promise.all([ctx.sleep("a", 1_000), ctx.sleep("b", 5_000)]);
+      return entered;
+    });
+    await cairn.launch();
+    const run = await wf.start(undefined, { id: "two-naps" });
+    const unloaded = () => eventually(async () => (await run.status()).status === "waiting" && !loaded(cairn).includes("two-naps"));
+    await unloaded();
+    clock.advance(1_000);
+    // The first sleep's end went with the run's unload.
+    await eventually(async () => (await storeOf(cairn).loadJournal("two-naps"))[0]?.completion === 0);
+    await unloaded();
+    clock.advance(4_000);
+    expect(await run.result()).toBe(1);
+  });
+});
