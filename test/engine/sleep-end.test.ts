@@ -70,6 +70,28 @@ describe.each(BACKENDS)("a sleep's end on $name", (backend) => {
     expect(seen).toEqual([[0, 1]]);
   });
 
+  it("does not unload a run whose next operation waits for the sleep's end to land", async () => {
+    const clock = new ManualClock();
+    const cairn = env.cairn(await env.database(), { clock });
+    const wf = cairn.workflow("mailer", async (ctx) => {
+      // One branch waits on a durable wait; the other ends a sleep and then sends the message it
+      // waits for. While the send lands the sleep's end, the run must not look idle and unload.
+      const [mail] = await Promise.all([
+        ctx.recv<string>("mail"),
+        (async () => {
+          await ctx.sleep("nap", 1_000);
+          await ctx.send(ctx.runId, "mail", "hello");
+        })(),
+      ]);
+      return mail;
+    });
+    await cairn.launch();
+    const run = await wf.start(undefined, { id: "mailer" });
+    await eventually(async () => (await run.status()).status === "waiting");
+    clock.advance(1_000);
+    expect(await run.result()).toBe("hello");
+  });
+
   it("keeps a run warm that waits on after one of two sleeps ended", async () => {
     const clock = new ManualClock();
     const cairn = env.cairn(await env.database(), { clock });

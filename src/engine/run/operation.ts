@@ -81,9 +81,17 @@ export async function perform<Call, Work, T>(
   // from its journal needs no such care: its claim was a commit that waited for durability, and
   // made every row before it durable.
   const defers = op.defers?.(call, began) === true;
-  // A sleep's end not yet committed (JournalCore.ride) lands before anything records past it.
+  // A sleep's end not yet committed (JournalCore.ride) lands before anything records past it. The
+  // wait counts as acting: a run that looked idle meanwhile would unload and drop this operation.
   const landed = run.landRiders();
-  if (landed !== true && !(await landed)) return never();
+  if (landed !== true) {
+    run.active++;
+    try {
+      if (!(await landed)) return never();
+    } finally {
+      run.settleActive();
+    }
+  }
   if (!defers && run.undurable() && !(await run.barrier())) return never();
   const spec = run.trace === undefined ? undefined : op.trace?.(call);
   const span = run.trace?.operation(kind, name, began.seq, began.identity, run.scope().identity, spec as OperationTraceSpec<never> | undefined);
