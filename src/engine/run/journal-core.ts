@@ -326,11 +326,20 @@ export class JournalCore extends RunLifecycle {
    * lost (or its store failed) meanwhile, as `write`.
    */
   landRiders(): Promise<boolean> | boolean {
-    if (this.riders.length > 0) return this.write([]);
-    const landing = this.landing;
-    if (landing === null) return true;
-    // A carrier that failed put them back: commit them now, unless the failure stopped the run.
-    return landing.then((landed) => (landed ? !this.stopped : !this.stopped && this.landRiders()));
+    return this.riders.length === 0 && this.carriers.size === 0 ? true : this.landAll();
+  }
+
+  private async landAll(): Promise<boolean> {
+    // Until none waits and none is in flight: a carrier that failed put its riders back.
+    while (this.riders.length > 0 || this.carriers.size > 0) {
+      if (this.stopped) return false;
+      if (this.riders.length > 0) {
+        if (!(await this.write([]))) return false;
+      } else {
+        await Promise.all(this.carriers);
+      }
+    }
+    return !this.stopped;
   }
 
   /**

@@ -80,8 +80,8 @@ export abstract class RunLifecycle {
   private readonly redriving = new Map<number, HeldWait["settle"]>();
   /** Records waiting to ride with the run's next commit (JournalCore.ride). */
   protected riders: WriteOp[] = [];
-  /** Whether the commit carrying riders now landed them (null: none in flight). */
-  protected landing: Promise<boolean> | null = null;
+  /** The commits in flight that carry riders, each resolving to whether it landed them. */
+  protected readonly carriers = new Set<Promise<boolean>>();
   private suspendCheckScheduled = false;
   private halted = false;
   /** Unloaded, kept in memory for a warm continuation (warm-runs.ts); `disturbed` once anything looked at it. */
@@ -299,9 +299,9 @@ export abstract class RunLifecycle {
 
   /**
    * Commits ops under the run's fence, the records riding with the run first (JournalCore.ride).
-   * While a commit carries them, `landing` says whether it landed; one that fails puts them back in
-   * front, for the next commit (a refused send's run goes on). Throws what the store throws
-   * (FencedError: the run was lost).
+   * While a commit carries them it is one of `carriers`; one that fails puts them back in front,
+   * for the next commit (a refused send's run goes on). Throws what the store throws (FencedError:
+   * the run was lost).
    */
   protected async commit(ops: WriteOp[], options?: CommitOptions): Promise<void> {
     const carried = this.riders.length === 0 ? null : this.riders;
@@ -315,10 +315,8 @@ export abstract class RunLifecycle {
         () => true,
         () => false,
       );
-      this.landing = landed;
-      void landed.then(() => {
-        if (this.landing === landed) this.landing = null;
-      });
+      this.carriers.add(landed);
+      void landed.then(() => this.carriers.delete(landed));
     }
     try {
       await committing;
