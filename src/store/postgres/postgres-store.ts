@@ -23,7 +23,7 @@ import type {
   StoreCapabilities,
   WriteOp,
 } from "../store.js";
-import { classifyStoreError, isConstraintError, isRetryableStoreError } from "../store-errors.js";
+import { classifyStoreError, isConstraintError, isRetryableStoreError, isTransientStoreError } from "../store-errors.js";
 import { postgresOperatorQuery } from "./postgres-operator-query.js";
 import { HeldClient } from "./held-client.js";
 import { PostgresSession } from "./postgres-session.js";
@@ -249,6 +249,10 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
     // with `synchronous_commit = off` — the general path, whatever shape it has.
     const deferred = batch.every((pending) => pending.defer);
     const covers = this.durability.batchStarts();
+    // Starts are idempotent inserts (ON CONFLICT DO NOTHING; a start that did land is read back as
+    // existing): one whose connection broke under it — an idle pooled connection the server's
+    // restart killed — is tried again on a new one, instead of failing the caller's start().
+    const reconnects = runsOnly(batch) === null ? 0 : START_RECONNECTS;
     try {
       await retrying(async () => {
         outcomes.fill(null);
@@ -311,7 +315,7 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
         } else {
           await this.applyInTransaction(batch, outcomes);
         }
-      });
+      }, reconnects);
     } catch (error) {
       outcomes.fill(error);
     }
@@ -682,15 +686,26 @@ function sqlClient(client: PoolClient): SqlClient {
   };
 }
 
-async function retrying<T>(fn: () => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
+/**
+ * Runs `fn` again on a deadlock or serialization failure, and — `reconnects` times, after a short
+ * pause — on a broken connection (only for work that may run twice: see flush).
+ */
+async function retrying<T>(fn: () => Promise<T>, reconnects = 0): Promise<T> {
+  for (let attempt = 1, reconnected = 0; ; attempt++) {
     try {
       return await fn();
     } catch (error) {
-      if (attempt >= MAX_ATTEMPTS || !isRetryableStoreError(error)) throw error;
+      if (attempt < MAX_ATTEMPTS && isRetryableStoreError(error)) continue;
+      if (reconnected >= reconnects || !isTransientStoreError(error)) throw error;
+      reconnected++;
+      await new Promise((resolve) => setTimeout(resolve, RECONNECT_PAUSE_MS * reconnected));
     }
   }
 }
+
+/** How many times a flush of starts is tried again on a new connection, and the pause before each (growing). */
+const START_RECONNECTS = 3;
+const RECONNECT_PAUSE_MS = 50;
 
 function migrationSql(db: pg.Pool | PoolClient): MigrationSql {
   return {
