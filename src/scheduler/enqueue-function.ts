@@ -1,8 +1,7 @@
-import { createHash } from "node:crypto";
 import type { Statement } from "../store/connection.js";
 import { WAKE_CHANNEL } from "../store/postgres/postgres-writes.js";
 import { POSTGRES } from "../store/dialect.js";
-import type { StoredFunction } from "./dispatch-function.js";
+import { FUNCTION_SETTINGS, functionName, type StoredFunction } from "./dispatch-function.js";
 import { runReadySql } from "./dispatch-sql.js";
 import { QUEUE_WAKE_PREFIX } from "./wake-payloads.js";
 
@@ -58,10 +57,10 @@ BEGIN
   PERFORM pg_notify('${WAKE_CHANNEL}', '${QUEUE_WAKE_PREFIX}' || $14);
   RETURN true;
 END`;
-  const name = `cairn_enqueue_${createHash("sha256").update(body).digest("hex").slice(0, 16)}`;
+  const name = functionName("cairn_enqueue", body);
   const create = `CREATE OR REPLACE FUNCTION ${name}(text, text, text, text, text, integer, text, text, text, bigint, bigint,
   text, integer, text, text, integer, text, bigint, bigint, text)
-RETURNS boolean LANGUAGE plpgsql VOLATILE AS $cairn_fn$${body}$cairn_fn$`;
+RETURNS boolean LANGUAGE plpgsql VOLATILE ${FUNCTION_SETTINGS} AS $cairn_fn$${body}$cairn_fn$`;
   const params = Array.from({ length: 20 }, (_, i) => `$${i + 1}`).join(", ");
   const call: Statement = { name: `${name}_call`, text: `SELECT ${name}(${params}) AS created` };
   return { name, create, call };

@@ -66,6 +66,19 @@ describe.each(BACKENDS)("dispatch at enqueue on $name", (backend) => {
     }
   });
 
+  it("runs the stored functions under generic plans (PostgreSQL: no planning of the dispatch statement per call)", async () => {
+    if (backend.name !== "postgres") return; // SQLite has no stored functions: the statements are prepared once in-process
+    const db = await backend.freshDatabase();
+    const executor = await declare(db, true);
+    const handle = await executor.send.enqueue("mail", { to: "bo@example.com" }, { id: "mail-generic" });
+    expect(await handle.result()).toBe("sent to bo@example.com");
+    const { rows } = await executor.cairn.query(
+      "SELECT proname, proconfig FROM pg_proc WHERE proname LIKE 'cairn\\_dispatch\\_%' OR proname LIKE 'cairn\\_enqueue\\_%' ORDER BY proname",
+    );
+    expect(rows.map((row) => String(row.proname).replace(/_[0-9a-f]{16}$/, ""))).toEqual(["cairn_dispatch", "cairn_enqueue"]);
+    for (const row of rows) expect(row.proconfig).toEqual(["plan_cache_mode=force_generic_plan"]);
+  });
+
   it("leaves the run queued for the executors when none can take it now", async () => {
     const db = await backend.freshDatabase();
     const producer = await declare(db, false);
