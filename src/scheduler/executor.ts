@@ -11,7 +11,7 @@ import { errorText } from "../store/value/index.js";
 import { setLongTimeout, type LongTimeout } from "../engine/long-timeout.js";
 import { WarmRuns } from "../engine/warm-runs.js";
 import type { RunTracing } from "../engine/tracing.js";
-import type { QueueDecision, Queues } from "./queues.js";
+import type { QueueDecision, Queues, ReleaseDispatch } from "./queues.js";
 import { wakeOf, type Wake } from "./wake-payloads.js";
 
 export interface ExecutorOptions {
@@ -203,6 +203,7 @@ export class Executor implements ExecutionHost {
     for (const timer of this.timers) clearInterval(timer);
     this.stopRiding?.();
     this.stopRiding = null;
+    this.dispatchedOnRelease.clear();
     this.wakeTimer?.clear();
     this.unsubscribeClock?.();
     this.warmRuns.clear();
@@ -394,6 +395,7 @@ export class Executor implements ExecutionHost {
   }
 
   released(runId: string, reason: "settled" | "suspended" | "lost" | "store-error", error?: unknown, settled?: RunRow): void {
+    const dispatched = this.dispatchedOnRelease.delete(runId);
     const execution = this.executions.get(runId);
     this.executions.delete(runId);
     // Warm runs: an unloaded execution is kept for a warm continuation (dropped again below if the run was claimed meanwhile).
@@ -420,8 +422,8 @@ export class Executor implements ExecutionHost {
       if (this.saturated) this.poke();
       this.storeFailures.delete(runId);
       // A run that ended or went to sleep may have freed a queue's slot: dispatch again now rather
-      // than at the next poll.
-      if (reason !== "lost" && this.options.queues?.declared === true) this.poke(false, true);
+      // than at the next poll — unless the commit that released it did (rideReleases).
+      if (reason !== "lost" && this.options.queues?.declared === true && !dispatched) this.poke(false, true);
     }
     this.notifyRunChange(runId, settled);
   }
@@ -627,22 +629,34 @@ export class Executor implements ExecutionHost {
     if (queues === undefined || !queues.declared || this.store.claimOnRelease === undefined) return;
     // A getter: the claim is fenced by the id of the incarnation at each commit (it changes when this executor re-registers).
     const executor = this;
-    this.stopRiding = this.store.claimOnRelease<{ decisions: QueueDecision[]; more: boolean }>({
+    this.stopRiding = this.store.claimOnRelease<ReleaseDispatch>({
       get executorId() {
         return executor.executorId;
       },
       now: () => this.clock.now(),
-      claim: async (db, now) => (this.started ? queues.dispatchWithin(db, this.executorId, now, this.options.leaseMs) : { decisions: [], more: false }),
-      committed: (outcome) => {
+      claim: async (db, now) =>
+        this.started ? queues.dispatchWithin(db, this.executorId, now, this.options.leaseMs) : { decisions: [], more: false, complete: false, nextWakeAt: null },
+      committed: (outcome, released) => {
         if (outcome === null) {
           // Our row is gone: the ordinary pass re-registers first (see claimPass).
           this.lastDeathCheck = -Infinity;
           this.poke();
           return;
         }
+        const given = new Map<string, QueueDecision>();
         for (const decision of outcome.decisions) {
           if (decision.executorId !== this.executorId) executorsById.get(decision.executorId)?.poke();
-          else void this.loadAssigned(decision.runId, decision.loaded);
+          else given.set(decision.runId, decision);
+        }
+        if (outcome.nextWakeAt !== null) this.wakeAt(outcome.nextWakeAt);
+        if (outcome.complete) {
+          // The dispatch pass these releases call for is done: `released` asks for none (a whole
+          // pass cost as much CPU as the rest of a one-step run's queue work). What it would still
+          // have done — read the runs peers in other processes gave us — is done here.
+          for (const runId of released) this.dispatchedOnRelease.add(runId);
+          this.loadAssignedRuns(queues, given).catch((error: unknown) => this.options.onError(error));
+        } else {
+          for (const decision of given.values()) void this.loadAssigned(decision.runId, decision.loaded);
         }
         if (outcome.more) this.poke(false, true);
       },
@@ -654,6 +668,8 @@ export class Executor implements ExecutionHost {
   }
 
   private stopRiding: (() => void) | null = null;
+  /** Runs whose release a complete dispatch pass rode (rideReleases): `released` passes no more for them. */
+  private readonly dispatchedOnRelease = new Set<string>();
 
   /**
    * A run dispatched to this executor: loaded unless it is loaded already or not ours (any more).

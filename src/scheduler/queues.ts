@@ -47,6 +47,20 @@ const RUNS_WITH_STEPS: Statement = {
     FROM (${RUN_SELECT} WHERE ${SQLITE.inList("r.id", "$1")}) x`,
 };
 
+/** A dispatch pass riding the commit that released runs (SQLite, `Queues.dispatchWithin`). */
+export interface ReleaseDispatch {
+  decisions: QueueDecision[];
+  /** More may be decided now than this pass did. */
+  more: boolean;
+  /**
+   * The pass did all the ordinary pass after the releases would have done but for reading the runs
+   * peers in other processes dispatched to this executor: the executor skips that pass.
+   */
+  complete: boolean;
+  /** The next delayed start among the queues looked at, for the executor's wake-up timer. */
+  nextWakeAt: number | null;
+}
+
 /** How many decisions one dispatch transaction makes before letting other writers in. */
 const DECISIONS_PER_PASS = 100;
 
@@ -215,11 +229,11 @@ export class Queues {
    * without another read. The executor's next ordinary pass still looks at every queue (delayed
    * starts, rate windows, what this one left).
    */
-  async dispatchWithin(db: Connection, executorId: string, now: number, leaseMs: number): Promise<{ decisions: QueueDecision[]; more: boolean }> {
+  async dispatchWithin(db: Connection, executorId: string, now: number, leaseMs: number): Promise<ReleaseDispatch> {
     // A declaration not stored yet is stored by the ordinary pass (its own commit), not in here.
     const names = [...this.specs.keys()].filter((name) => !this.unsynced.has(name));
     const looks = await this.lookAndDecide(names, executorId, now, leaseMs, db, async (body) => body(db, () => undefined));
-    if (looks === null) return { decisions: [], more: false };
+    if (looks === null) return { decisions: [], more: false, complete: false, nextWakeAt: null };
     const mine = looks.decisions.filter((decision) => decision.executorId === executorId);
     if (mine.length > 0) {
       const rows = await db.all<Record<string, unknown>>(RUNS_WITH_STEPS, [this.dialect.list(mine.map((decision) => decision.runId))]);
@@ -229,7 +243,11 @@ export class Queues {
         if (row !== undefined) decision.loaded = { run: toRunRow(row), hasSteps: Number(row.has_steps) === 1 };
       }
     }
-    return { decisions: looks.decisions, more: looks.more };
+    // Everything the ordinary pass after these releases would do, but for reading what peers in
+    // other processes gave us: every queue declared here looked at, nothing left to decide, and the
+    // next wake-up known — the next delayed start is in the look; the end of a rate window is not.
+    const complete = names.length === this.specs.size && !looks.more && [...this.specs.values()].every((spec) => spec.rateLimit === null);
+    return { decisions: looks.decisions, more: looks.more, complete, nextWakeAt: looks.delayed.length === 0 ? null : Math.min(...looks.delayed) };
   }
 
   /**

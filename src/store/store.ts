@@ -272,8 +272,12 @@ export interface ReleaseClaim<T> {
   /** The time of the claim, asked when the commit carrying it begins. */
   now(): number;
   claim(db: Connection, now: number): Promise<T>;
-  /** After the commit: what `claim` returned, or null when the claimant's row was gone. */
-  committed(result: T | null): void;
+  /**
+   * After the commit: what `claim` returned, or null when the claimant's row was gone; `released`,
+   * the runs whose end or unload that commit carried (their commits went through): the slots the
+   * claim was made for.
+   */
+  committed(result: T | null, released: readonly string[]): void;
   failed(error: unknown): void;
 }
 

@@ -94,12 +94,12 @@ describe.each(BACKENDS)("dispatch fenced by the executor's row on $name", (backe
     const { store, queues, t } = await queuedRunAndLivePeer();
     const finish = (runId: string) => store.commit(null, [{ type: "finish", runId, status: "succeeded", output: null, error: null, at: t }]);
     const ride = (executorId: string, claim: (db: Connection, now: number) => Promise<unknown>) =>
-      new Promise<{ committed?: unknown; failed?: unknown }>((resolve) => {
+      new Promise<{ committed?: unknown; released?: readonly string[]; failed?: unknown }>((resolve) => {
         const stop = store.claimOnRelease!({
           executorId,
           now: () => t + 1,
           claim,
-          committed: (result) => (stop(), resolve({ committed: result })),
+          committed: (result, released) => (stop(), resolve({ committed: result, released })),
           failed: (error) => (stop(), resolve({ failed: error })),
         });
       });
@@ -108,7 +108,7 @@ describe.each(BACKENDS)("dispatch fenced by the executor's row on $name", (backe
     let ran = false;
     const ghost = ride("ghost", async () => (ran = true));
     await finish("gone-1");
-    expect(await ghost).toEqual({ committed: null });
+    expect(await ghost).toEqual({ committed: null, released: ["gone-1"] });
     expect(ran).toBe(false);
 
     // A claim that throws is rolled back alone: its write is undone, the run's end is not.
@@ -123,10 +123,17 @@ describe.each(BACKENDS)("dispatch fenced by the executor's row on $name", (backe
     // A registered id: the run is dispatched in the commit, recorded, and comes back with its row.
     const taken = ride("live", (db, now) => queues.dispatchWithin(db, "live", now, 30_000));
     await finish("gone-3");
-    const { committed } = await taken;
+    const { committed, released } = await taken;
     const run = await store.getRun("queued-1");
     expect(run).toMatchObject({ status: "running", executorId: "live" });
-    expect(committed).toEqual({ decisions: [{ queue: "q", runId: "queued-1", executorId: "live", loaded: { run, hasSteps: false } }], more: false });
+    // `complete`: the pass did what the ordinary pass after the release would (the executor skips that one).
+    expect(committed).toEqual({
+      decisions: [{ queue: "q", runId: "queued-1", executorId: "live", loaded: { run, hasSteps: false } }],
+      more: false,
+      complete: true,
+      nextWakeAt: null,
+    });
+    expect(released).toEqual(["gone-3"]);
     const [row] = (await store.query("SELECT dispatched_at, executor_id, policy FROM cairn_queue_runs WHERE run_id = $1", ["queued-1"])).rows;
     expect(row).toMatchObject({ dispatched_at: t + 1, executor_id: "live", policy: "fifo" });
   });

@@ -32,7 +32,7 @@ const EXECUTOR_EXISTS = "SELECT 1 AS ok FROM cairn_executors WHERE id = $1";
 import { SqliteWrites } from "./sqlite-writes.js";
 
 /** Whether a write ends or unloads a run, freeing its executor's slot (see `claimOnRelease`). */
-function releasesRun(op: WriteOp): boolean {
+function releasesRun(op: WriteOp): op is Extract<WriteOp, { type: "finish" | "suspend" }> {
   return op.type === "finish" || op.type === "suspend";
 }
 
@@ -237,11 +237,13 @@ export class SqliteStore extends SqlStore<null> implements Store {
     }
     this.durability.batchSettled(batch, outcomes, covers, deferred);
     batch.forEach((pending, i) => (outcomes[i] === null ? pending.resolve() : pending.reject(outcomes[i])));
+    if (riders.length === 0) return;
+    const released = batch.flatMap((pending, i) => (outcomes[i] === null ? pending.ops.filter(releasesRun).map((op) => op.runId) : []));
     riders.forEach((rider, i) => {
       const outcome = rode[i];
       if (outcome === undefined) return;
       if ("error" in outcome) rider.failed(outcome.error);
-      else rider.committed(outcome.result);
+      else rider.committed(outcome.result, released);
     });
   }
 
