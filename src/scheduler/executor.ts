@@ -653,7 +653,10 @@ export class Executor implements ExecutionHost {
           // The dispatch pass these releases call for is done: `released` asks for none (a whole
           // pass cost as much CPU as the rest of a one-step run's queue work). What it would still
           // have done — read the runs peers in other processes gave us — is done here.
-          for (const runId of released) this.dispatchedOnRelease.add(runId);
+          // Only runs released by an execution here, which hears of it next (`released`): a store
+          // shared by several Cairns commits others' releases in the same batch, and a parked
+          // poison run's finish is released by no one.
+          for (const runId of released) if (this.executions.has(runId)) this.dispatchedOnRelease.add(runId);
           this.loadAssignedRuns(queues, given).catch((error: unknown) => this.options.onError(error));
         } else {
           for (const decision of given.values()) void this.loadAssigned(decision.runId, decision.loaded);
