@@ -409,14 +409,22 @@ export class Queues {
         const one = await db.all<{ run_id: string; executor_id: string }>(this.nextStatement(spec.policySql), [spec.name, now, executorId, now - leaseMs]);
         pairs = one.map((pair) => ({ ...pair, again: 1 }));
       }
+      // Taken and recorded per executor, in the policy's order: a FIFO pass gives them all to one.
+      const byExecutor = new Map<string, string[]>();
       for (const pair of pairs) {
         const runId = String(pair.run_id);
         const target = String(pair.executor_id);
-        if ((await db.run(this.sql.takeRun, [runId, target, now])) === 0) {
-          throw new InvalidSpecError("policy", spec.policySql, `returned run ${runId}, which is not a candidate: select from \`candidates\``);
-        }
-        await db.run(this.sql.record, [runId, target, now, spec.policy]);
+        byExecutor.set(target, [...(byExecutor.get(target) ?? []), runId]);
         decisions.push({ queue: spec.name, runId, executorId: target });
+      }
+      for (const [target, runIds] of byExecutor) {
+        const list = this.dialect.list(runIds);
+        const taken = new Set((await db.all<{ id: string }>(this.sql.takeRuns, [list, target, now])).map((row) => String(row.id)));
+        const stray = runIds.find((runId) => !taken.has(runId));
+        if (stray !== undefined) {
+          throw new InvalidSpecError("policy", spec.policySql, `returned run ${stray}, which is not a candidate: select from \`candidates\``);
+        }
+        await db.run(this.sql.recordAll, [list, target, now, spec.policy]);
       }
       if (pairs.length === 0 || (policy !== null && !pairs.some((pair) => Number(pair.again) === 1))) break;
     }

@@ -1,5 +1,6 @@
 import pg from "pg";
 import { describe, expect, it, vi } from "vitest";
+import { InvalidSpecError } from "../../src/index.js";
 import { Queues } from "../../src/scheduler/queues.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
@@ -125,6 +126,24 @@ describe.each(BACKENDS)("dispatch at enqueue on $name", (backend) => {
     } finally {
       passes.mockRestore();
     }
+  });
+
+  // SQLite decides a user policy's pick and takes it in separate statements: a run that is not a
+  // candidate is refused, naming the policy, and nothing of that pass is kept. (PostgreSQL takes
+  // the pick in the deciding statement, which finds no such run to take: nothing is decided.)
+  it.skipIf(backend.name !== "sqlite")("refuses a user policy's pick that is not a candidate, and dispatches nothing", async () => {
+    const db = await backend.freshDatabase();
+    const errors: unknown[] = [];
+    const cairn = env.cairn(db, { pollIntervalMs: 60_000, onError: (error) => errors.push(error) });
+    cairn.queue("mail", { policy: { sql: "SELECT 'no-such-run' AS run_id, executor_id FROM candidates" } });
+    const send = cairn.workflow("send", async (ctx, input: { to: string }) => ctx.step("send", () => input.to));
+    await cairn.launch();
+    await send.enqueue("mail", { to: "ada" }, { id: "mail-stray" });
+    await eventually(() => errors.length > 0);
+    expect(errors[0]).toBeInstanceOf(InvalidSpecError);
+    expect(String((errors[0] as Error).message)).toContain("returned run no-such-run, which is not a candidate");
+    const { rows } = await cairn.query("SELECT r.status, t.dispatched_at FROM cairn_runs r JOIN cairn_queue_runs t ON t.run_id = r.id WHERE r.id = 'mail-stray'");
+    expect(rows[0]).toMatchObject({ status: "enqueued", dispatched_at: null });
   });
 
   it("respects the executor's limit: a second run waits for the first to finish", async () => {
