@@ -635,7 +635,9 @@ export class Executor implements ExecutionHost {
       },
       now: () => this.clock.now(),
       claim: async (db, now) =>
-        this.started ? queues.dispatchWithin(db, this.executorId, now, this.options.leaseMs) : { decisions: [], more: false, complete: false, nextWakeAt: null },
+        this.started
+          ? queues.dispatchWithin(db, this.executorId, now, this.options.leaseMs)
+          : { decisions: [], more: false, complete: false, nextWakeAt: null },
       committed: (outcome, released) => {
         if (outcome === null) {
           // Our row is gone: the ordinary pass re-registers first (see claimPass).

@@ -142,7 +142,9 @@ describe.each(BACKENDS)("dispatch at enqueue on $name", (backend) => {
     await eventually(() => errors.length > 0);
     expect(errors[0]).toBeInstanceOf(InvalidSpecError);
     expect(String((errors[0] as Error).message)).toContain("returned run no-such-run, which is not a candidate");
-    const { rows } = await cairn.query("SELECT r.status, t.dispatched_at FROM cairn_runs r JOIN cairn_queue_runs t ON t.run_id = r.id WHERE r.id = 'mail-stray'");
+    const { rows } = await cairn.query(
+      "SELECT r.status, t.dispatched_at FROM cairn_runs r JOIN cairn_queue_runs t ON t.run_id = r.id WHERE r.id = 'mail-stray'",
+    );
     expect(rows[0]).toMatchObject({ status: "enqueued", dispatched_at: null });
   });
 
