@@ -654,10 +654,10 @@ export class Executor implements ExecutionHost {
         if (outcome.complete) {
           // The dispatch pass these releases call for is done: `released` asks for none (a whole
           // pass cost as much CPU as the rest of a one-step run's queue work). What it would still
-          // have done — read the runs peers in other processes gave us — is done here.
-          // Only runs released by an execution here, which hears of it next (`released`): a store
-          // shared by several Cairns commits others' releases in the same batch, and a parked
-          // poison run's finish is released by no one.
+          // have done — read the runs peers in other processes gave us — is done here. Noted only
+          // for executions here, which hear of their release next: a store shared by several
+          // Cairns commits others' releases in the same batch, and a parked poison run's finish is
+          // released by no one.
           for (const runId of released) if (this.executions.has(runId)) this.dispatchedOnRelease.add(runId);
           this.loadAssignedRuns(queues, given).catch((error: unknown) => this.options.onError(error));
         } else {

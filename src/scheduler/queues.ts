@@ -226,8 +226,9 @@ export class Queues {
    * SQLite: a dispatch pass inside a transaction the caller holds — the group commit that freed
    * slots, fenced by the store (`Store.claimOnRelease`) — for the slots those commits freed. The
    * runs it gives this executor come with their rows, read in the same transaction, so they start
-   * without another read. The executor's next ordinary pass still looks at every queue (delayed
-   * starts, rate windows, what this one left).
+   * without another read. When it did all the ordinary pass after these releases would
+   * (`complete`), the executor makes none; otherwise that pass still follows (rate windows,
+   * queues declared since, what this one left).
    */
   async dispatchWithin(db: Connection, executorId: string, now: number, leaseMs: number): Promise<ReleaseDispatch> {
     // A declaration not stored yet is stored by the ordinary pass (its own commit), not in here.
@@ -414,7 +415,9 @@ export class Queues {
       for (const pair of pairs) {
         const runId = String(pair.run_id);
         const target = String(pair.executor_id);
-        byExecutor.set(target, [...(byExecutor.get(target) ?? []), runId]);
+        const runIds = byExecutor.get(target);
+        if (runIds === undefined) byExecutor.set(target, [runId]);
+        else runIds.push(runId);
         decisions.push({ queue: spec.name, runId, executorId: target });
       }
       for (const [target, runIds] of byExecutor) {
