@@ -24,7 +24,7 @@ const STILL_ENQUEUED = `r.status || '' = 'enqueued'`;
  * The runs of the queue that are live are found from the live runs (few), never from the queue's
  * dispatch history (which only grows): SQLite took the history's index when it could.
  */
-const NOT_BY_QUEUE_INDEX = `t.queue || '' = $1`;
+const notByQueueIndex = (queue: string) => `t.queue || '' = ${queue}`;
 
 /**
  * A decision reads a shortlist, not the whole backlog: the oldest SHORTLIST waiting runs by
@@ -33,6 +33,20 @@ const NOT_BY_QUEUE_INDEX = `t.queue || '' = $1`;
  * need, at a cost that does not grow with a tenant's 10,000 queued runs.
  */
 const SHORTLIST = 100;
+
+/**
+ * Where a statement finds its parameters (SQL expressions): the queue, now, the dispatching
+ * executor (NULL: none, every decision a peer's) and the oldest heartbeat that still counts as
+ * alive. A statement sent on its own has them as $1..$4; the enqueue function, its own ($14, …).
+ */
+export interface DispatchParams {
+  queue: string;
+  now: string;
+  dispatcher: string;
+  oldestHeartbeat: string;
+}
+
+const STATEMENT_PARAMS: DispatchParams = { queue: "$1", now: "$2", dispatcher: "$3", oldestHeartbeat: "$4" };
 
 /**
  * How a statement draws its shortlist: how many of the oldest waiting runs (an SQL expression),
@@ -45,39 +59,70 @@ interface Shortlist {
   order: (x: string) => string;
 }
 
+/**
+ * A run about to be enqueued, as SQL expressions (the enqueue function's parameters): the one
+ * ready run of an `incoming` candidates relation (see candidatesSql).
+ */
+export interface IncomingRun {
+  id: string;
+  workflow: string;
+  appVersion: string;
+  partitionKey: string;
+  priority: string;
+  enqueuedAt: string;
+  notBefore: string;
+}
+
 const FIXED_SHORTLIST: Shortlist = { limit: String(SHORTLIST), order: (x) => `${x}.priority, ${x}.enqueued_at` };
 const SIZED_SHORTLIST: Shortlist = { limit: "(SELECT n + 1 FROM room)", order: (x) => `${x}.priority, ${x}.enqueued_at, ${x}.run_id` };
 
-export function candidatesSql(d: SqlDialect, shortlist: Shortlist = FIXED_SHORTLIST): string {
-  const now = d.bigint("$2");
+/**
+ * The `candidates` relation (see policies.ts) and the CTEs it is built from. Its ready runs come
+ * from the queue's waiting runs (a shortlist), or, `incoming`, are the one run an enqueue is
+ * about to write, read from its parameters instead of from rows: when no other run of the queue is
+ * ready, the shortlist would hold that run alone, and this is the same relation — the same limits,
+ * the same columns — for the policy to choose from before the run is written (enqueue-function.ts).
+ */
+export function candidatesSql(d: SqlDialect, source: Shortlist | { incoming: IncomingRun } = FIXED_SHORTLIST, at = STATEMENT_PARAMS): string {
+  const now = d.bigint(at.now);
+  const queue = at.queue;
   const waiting = (x: string) =>
-    `${x}.queue = $1 AND ${x}.dispatched_at IS NULL AND (${x}.not_before IS NULL OR ${x}.not_before <= ${now})
+    `${x}.queue = ${queue} AND ${x}.dispatched_at IS NULL AND (${x}.not_before IS NULL OR ${x}.not_before <= ${now})
       AND EXISTS (SELECT 1 FROM cairn_runs r WHERE r.id = ${x}.run_id AND ${STILL_ENQUEUED})`;
-  return `WITH RECURSIVE q AS (SELECT * FROM cairn_queues WHERE name = $1),
+  const underPartitionLimit = (key: string) =>
+    `(${key} IS NULL OR (SELECT partition_concurrency FROM q) IS NULL OR COALESCE(pl.n, 0) < (SELECT partition_concurrency FROM q))`;
+  let shortlisted: string;
+  let ready: string;
+  if ("incoming" in source) {
+    const run = source.incoming;
+    const key = d.text(run.partitionKey);
+    const enqueuedAt = d.bigint(run.enqueuedAt);
+    const notBefore = d.bigint(run.notBefore);
+    shortlisted = "";
+    ready = `
+  SELECT ${d.text(run.id)} AS run_id, ${d.text(run.workflow)} AS workflow, ${d.text(run.appVersion)} AS app_version,
+    ${key} AS partition_key, ${run.priority} AS priority, ${enqueuedAt} AS enqueued_at,
+    ${now} - (CASE WHEN ${notBefore} > ${enqueuedAt} THEN ${notBefore} ELSE ${enqueuedAt} END) AS wait_ms,
+    COALESCE(pl.n, 0) AS partition_running
+  FROM (SELECT 1 AS one) incoming
+  LEFT JOIN partition_load pl ON pl.partition_key = ${key}
+  WHERE (${notBefore} IS NULL OR ${notBefore} <= ${now}) AND EXISTS (SELECT 1 FROM open) AND ${underPartitionLimit(key)}`;
+  } else {
+    shortlisted = `
 keys(k) AS (
-  SELECT MIN(partition_key) FROM cairn_queue_runs WHERE queue = $1 AND dispatched_at IS NULL AND partition_key IS NOT NULL
+  SELECT MIN(partition_key) FROM cairn_queue_runs WHERE queue = ${queue} AND dispatched_at IS NULL AND partition_key IS NOT NULL
   UNION ALL
-  SELECT (SELECT MIN(x.partition_key) FROM cairn_queue_runs x WHERE x.queue = $1 AND x.dispatched_at IS NULL AND x.partition_key > keys.k)
+  SELECT (SELECT MIN(x.partition_key) FROM cairn_queue_runs x WHERE x.queue = ${queue} AND x.dispatched_at IS NULL AND x.partition_key > keys.k)
   FROM keys WHERE keys.k IS NOT NULL),
 oldest AS (
   SELECT x.run_id, x.priority, x.enqueued_at FROM cairn_queue_runs x WHERE ${waiting("x")}
-    ORDER BY ${shortlist.order("x")} LIMIT ${shortlist.limit}),
+    ORDER BY ${source.order("x")} LIMIT ${source.limit}),
 shortlist AS (
   SELECT run_id FROM oldest
   UNION
   SELECT (SELECT x.run_id FROM cairn_queue_runs x WHERE ${waiting("x")} AND x.partition_key = keys.k
-    ORDER BY ${shortlist.order("x")} LIMIT 1) FROM keys WHERE keys.k IS NOT NULL),
-active AS MATERIALIZED (
-  SELECT t.run_id, t.partition_key, r.executor_id, r.status FROM cairn_runs r
-  JOIN cairn_queue_runs t ON t.run_id = r.id
-  WHERE r.status IN ('running', 'waiting') AND ${NOT_BY_QUEUE_INDEX} AND t.dispatched_at IS NOT NULL),
-open AS (
-  SELECT 1 AS ok FROM q
-  WHERE (q.concurrency IS NULL OR (SELECT COUNT(*) FROM active) < q.concurrency)
-    AND (q.rate_limit IS NULL OR (SELECT COUNT(*) FROM cairn_queue_runs d
-      WHERE d.queue = $1 AND d.dispatched_at > ${now} - q.rate_period_ms AND d.policy <> 'cancelled') < q.rate_limit)),
-partition_load AS (SELECT partition_key, COUNT(*) AS n FROM active WHERE partition_key IS NOT NULL GROUP BY partition_key),
-ready AS MATERIALIZED (
+    ORDER BY ${source.order("x")} LIMIT 1) FROM keys WHERE keys.k IS NOT NULL),`;
+    ready = `
   SELECT t.run_id, r.workflow, r.app_version, t.partition_key, t.priority, t.enqueued_at,
     ${now} - (CASE WHEN t.not_before > t.enqueued_at THEN t.not_before ELSE t.enqueued_at END) AS wait_ms,
     COALESCE(pl.n, 0) AS partition_running
@@ -86,17 +131,28 @@ ready AS MATERIALIZED (
   LEFT JOIN partition_load pl ON pl.partition_key = t.partition_key
   WHERE t.run_id IN (SELECT run_id FROM shortlist) AND t.dispatched_at IS NULL AND ${STILL_ENQUEUED}
     AND (t.not_before IS NULL OR t.not_before <= ${now})
-    AND EXISTS (SELECT 1 FROM open)
-    AND (t.partition_key IS NULL OR (SELECT partition_concurrency FROM q) IS NULL
-      OR COALESCE(pl.n, 0) < (SELECT partition_concurrency FROM q))),
+    AND EXISTS (SELECT 1 FROM open) AND ${underPartitionLimit("t.partition_key")}`;
+  }
+  return `WITH RECURSIVE q AS (SELECT * FROM cairn_queues WHERE name = ${queue}),${shortlisted}
+active AS MATERIALIZED (
+  SELECT t.run_id, t.partition_key, r.executor_id, r.status FROM cairn_runs r
+  JOIN cairn_queue_runs t ON t.run_id = r.id
+  WHERE r.status IN ('running', 'waiting') AND ${notByQueueIndex(queue)} AND t.dispatched_at IS NOT NULL),
+open AS (
+  SELECT 1 AS ok FROM q
+  WHERE (q.concurrency IS NULL OR (SELECT COUNT(*) FROM active) < q.concurrency)
+    AND (q.rate_limit IS NULL OR (SELECT COUNT(*) FROM cairn_queue_runs d
+      WHERE d.queue = ${queue} AND d.dispatched_at > ${now} - q.rate_period_ms AND d.policy <> 'cancelled') < q.rate_limit)),
+partition_load AS (SELECT partition_key, COUNT(*) AS n FROM active WHERE partition_key IS NOT NULL GROUP BY partition_key),
+ready AS MATERIALIZED (${ready}),
 workers AS MATERIALIZED (
   SELECT e.id AS executor_id, e.app_version, e.capacity,
     (SELECT COUNT(*) FROM cairn_runs x WHERE x.executor_id = e.id AND x.status = 'running') AS in_use,
     (SELECT COUNT(*) FROM active a WHERE a.executor_id = e.id AND a.status = 'running') AS queue_in_use,
-    CASE WHEN e.id = ${d.text("$3")} THEN 1 ELSE 0 END AS is_self
+    CASE WHEN e.id = ${d.text(at.dispatcher)} THEN 1 ELSE 0 END AS is_self
   FROM cairn_executors e
-  JOIN cairn_executor_queues eq ON eq.executor_id = e.id AND eq.queue = $1
-  WHERE e.heartbeat_at >= ${d.bigint("$4")} AND e.capacity IS NOT NULL),
+  JOIN cairn_executor_queues eq ON eq.executor_id = e.id AND eq.queue = ${queue}
+  WHERE e.heartbeat_at >= ${d.bigint(at.oldestHeartbeat)} AND e.capacity IS NOT NULL),
 candidates AS (
   SELECT ready.run_id, ready.workflow, ready.partition_key, ready.priority, ready.enqueued_at, ready.wait_ms,
     ready.partition_running, w.executor_id, w.capacity, w.in_use, w.capacity - w.in_use AS free, w.queue_in_use, w.is_self,
@@ -111,6 +167,14 @@ candidates AS (
 /** The next decision under `policySql`: one row (run_id, executor_id) or none. */
 export function nextDecision(d: SqlDialect, policySql: string): Statement {
   return { text: `${candidatesSql(d)}\nSELECT p.run_id, p.executor_id FROM (${policySql}) p LIMIT 1` };
+}
+
+/**
+ * The executor the policy gives a run about to be enqueued (`incoming`, see candidatesSql), when
+ * it will be the only ready run of its queue: one row (executor_id) or none.
+ */
+export function incomingDecision(d: SqlDialect, policySql: string, run: IncomingRun, at: DispatchParams): string {
+  return `${candidatesSql(d, { incoming: run }, at)}\nSELECT p.executor_id FROM (${policySql}) p LIMIT 1`;
 }
 
 /**

@@ -356,7 +356,7 @@ export class Queues {
     const policy = spec.policy;
     const call = this.ensured(`enqueue:${policy}:${spec.policySql}`, async () => {
       await this.dispatchFunction(policy, spec.policySql);
-      const fn = enqueueFunction(dispatchFunction(policy, spec.policySql));
+      const fn = enqueueFunction(dispatchFunction(policy, spec.policySql), spec.policySql);
       await this.store.execute(ensureFunctionSql(fn), []);
       return fn.call;
     });

@@ -148,6 +148,47 @@ describe.each(BACKENDS)("dispatch at enqueue on $name", (backend) => {
     expect(rows[0]).toMatchObject({ status: "enqueued", dispatched_at: null });
   });
 
+  // On PostgreSQL, a run enqueued while no other is ready is decided from the candidates built from
+  // its parameters before it is written (dispatch-sql.ts, `incoming`): the queue's limits hold there
+  // as in any pass. Each run here is enqueued into a queue with nothing else ready (the one held
+  // back is cancelled before the next), so every decision is taken that way.
+  it("keeps the queue's limits when it decides at enqueue: partition, global concurrency, rate", async () => {
+    const db = await backend.freshDatabase();
+    const cairn = env.cairn(db, { pollIntervalMs: 60_000 });
+    cairn.queue("mail", { concurrency: 2, partitionBy: { concurrency: 1 }, rateLimit: { limit: 3, periodMs: 60_000 } });
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const send = cairn.workflow("send", async (ctx, input: { to: string; hold?: boolean }) => {
+      if (input.hold === true) await ctx.step("wait", () => gate);
+      return input.to;
+    });
+    await cairn.launch();
+    const dispatched = async (id: string) => {
+      const { rows } = await cairn.query("SELECT dispatched_at, policy FROM cairn_queue_runs WHERE run_id = $1", [id]);
+      return rows[0]!.dispatched_at !== null && rows[0]!.policy !== "cancelled";
+    };
+    const heldBack = async (id: string) => {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(await dispatched(id)).toBe(false);
+      await cairn.cancel(id);
+    };
+
+    const a1 = await send.enqueue("mail", { to: "a1", hold: true }, { id: "a1", partitionKey: "a" });
+    await eventually(() => dispatched("a1"));
+    await send.enqueue("mail", { to: "a2" }, { id: "a2", partitionKey: "a" });
+    await heldBack("a2"); // its partition's one slot is taken
+    const b1 = await send.enqueue("mail", { to: "b1", hold: true }, { id: "b1", partitionKey: "b" });
+    await eventually(() => dispatched("b1"));
+    await send.enqueue("mail", { to: "c1" }, { id: "c1", partitionKey: "c" });
+    await heldBack("c1"); // the queue's two slots are taken
+    release();
+    expect([await a1.result(), await b1.result()]).toEqual(["a1", "b1"]);
+    const d1 = await send.enqueue("mail", { to: "d1" }, { id: "d1", partitionKey: "d" });
+    expect(await d1.result()).toBe("d1"); // the third dispatch of the minute
+    await send.enqueue("mail", { to: "e1" }, { id: "e1", partitionKey: "e" });
+    await heldBack("e1"); // the fourth would exceed the rate limit
+  });
+
   it("respects the executor's limit: a second run waits for the first to finish", async () => {
     const db = await backend.freshDatabase();
     const cairn = env.cairn(db, { pollIntervalMs: 60_000 });
