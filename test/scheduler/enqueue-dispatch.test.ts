@@ -189,6 +189,29 @@ describe.each(BACKENDS)("dispatch at enqueue on $name", (backend) => {
     await heldBack("e1"); // the fourth would exceed the rate limit
   });
 
+  // An enqueue that tried the queue's lock and held it is trusted by any dispatcher that found it
+  // held: even when its own run was there already (same id), it says that runs are still ready.
+  it.skipIf(backend.name !== "postgres")("wakes the executors when an enqueue of an existing run held the queue's lock", async () => {
+    const db = await backend.freshDatabase();
+    const cairn = env.cairn(db, { pollIntervalMs: 60_000 });
+    cairn.queue("mail", { workerConcurrency: 1 });
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const send = cairn.workflow("send", async (ctx, input: { to: string }) => {
+      if (input.to === "first") await ctx.step("wait", () => gate);
+      return input.to;
+    });
+    await cairn.launch();
+    const first = await send.enqueue("mail", { to: "first" }, { id: "held-1" });
+    const second = await send.enqueue("mail", { to: "second" }, { id: "held-2" }); // ready, waiting for the slot
+    const wakes = await wakesDuring(db, async () => {
+      await send.enqueue("mail", { to: "second" }, { id: "held-2" });
+    });
+    expect(wakes).toContain("queue:mail");
+    release();
+    expect([await first.result(), await second.result()]).toEqual(["first", "second"]);
+  });
+
   it("respects the executor's limit: a second run waits for the first to finish", async () => {
     const db = await backend.freshDatabase();
     const cairn = env.cairn(db, { pollIntervalMs: 60_000 });
