@@ -42,7 +42,11 @@ export function graphileSystem(): QueueSystem {
       };
     },
     async openProducer(database): Promise<Producer> {
-      const utils = await makeWorkerUtils({ connectionString: database, logger: quiet });
+      // The producer's pool too gets an error listener (as the runners' above): makeWorkerUtils's
+      // own had none, and the clean-up's termination of its idle connection killed the bench.
+      const pgPool = new pg.Pool({ connectionString: database, max: 4 });
+      pgPool.on("error", () => undefined);
+      const utils = await makeWorkerUtils({ pgPool, logger: quiet });
       const reader = new pg.Pool({ connectionString: database, max: 1 });
       reader.on("error", () => undefined); // an idle connection's error: the next query reconnects
       return {
@@ -56,6 +60,7 @@ export function graphileSystem(): QueueSystem {
         },
         async close() {
           await utils.release();
+          await pgPool.end();
           await reader.end();
         },
       };
