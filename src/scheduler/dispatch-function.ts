@@ -15,12 +15,9 @@ import { DISPATCHED_WAKE_PREFIX, MAX_WAKE_PAYLOAD } from "./wake-payloads.js";
  *
  * 1. No run of the queue ready now: return (nothing locked, nothing written).
  * 2. The queue's advisory lock, tried (QUEUE_LOCK_KEY). Held, another dispatcher is deciding this
- *    queue at this moment: return without waiting, saying so (`busy`). The holder decides what
- *    was ready when its statement began, and passes again (or wakes everyone) for what is ready
- *    after; but a run committed between the holder's last look and its commit is seen by neither
- *    — its wake-up bounced off the lock — so a dispatcher told `busy` passes again shortly after
- *    (Executor: CONTENDED_RETRY_MS) rather than leaving it to the next poll. Waiting for the lock
- *    instead would queue every woken executor on it, each to commit a write for nothing.
+ *    queue at this moment: return without waiting. No run is left behind by that: every
+ *    dispatcher hears every wake-up (NOTIFY) and passes again after one that came during its pass
+ *    (Executor.poke), so the holder decides whatever committed after its statement began.
  * 3. The decisions, taken and recorded as by `decideBatch`. A VOLATILE function's statements each
  *    read a fresh snapshot, so this one sees every dispatch that committed before the lock was
  *    ours (a single statement that locked and decided would read the world of before the wait).
@@ -40,10 +37,9 @@ import { DISPATCHED_WAKE_PREFIX, MAX_WAKE_PAYLOAD } from "./wake-payloads.js";
  * heartbeat is within the lease.
  *
  * Every return also gives the queue's next delayed start (a row with `run_id` NULL and `delayed`
- * set), for the dispatcher's wake-up timer, and whether a ready run met the lock held (`busy`, on
- * the same row). Parameters: $1 queue, $2 now, $3 the dispatcher, $4 the oldest live heartbeat,
- * $5 the policy's name, $6 the most decisions to make. Columns: run_id, executor_id, again (as
- * decideBatch), delayed, run_row, has_steps, busy.
+ * set), for the dispatcher's wake-up timer. Parameters: $1 queue, $2 now, $3 the dispatcher, $4
+ * the oldest live heartbeat, $5 the policy's name, $6 the most decisions to make. Columns: run_id,
+ * executor_id, again (as decideBatch), delayed, run_row, has_steps.
  *
  * The function's name carries a hash of its text: a Cairn whose dispatch SQL differs (another
  * version) creates and calls its own beside the older one's, never replacing it under a running peer.
@@ -92,7 +88,6 @@ BEGIN
   run_id := NULL;
   executor_id := NULL;
   again := 0;
-  busy := false;
   IF ${runReadySql(d, "$1")} THEN
     IF pg_try_advisory_xact_lock(${QUEUE_LOCK_KEY}, hashtext($1)) THEN
       FOR d IN ${decide} LOOP
@@ -121,8 +116,6 @@ BEGIN
         wake := '${DISPATCHED_WAKE_PREFIX}' || array_to_string(woken, ',');
         PERFORM pg_notify('${WAKE_CHANNEL}', CASE WHEN length(wake) <= ${MAX_WAKE_PAYLOAD} THEN wake ELSE '' END);
       END IF;
-    ELSE
-      busy := true;
     END IF;
   END IF;
   run_id := NULL;
@@ -131,16 +124,16 @@ BEGIN
   run_row := NULL;
   has_steps := NULL;
   delayed := (${delayed});
-  IF delayed IS NOT NULL OR busy THEN RETURN NEXT; END IF;
+  IF delayed IS NOT NULL THEN RETURN NEXT; END IF;
 END`;
   const name = functionName("cairn_dispatch", body);
   const create = `CREATE OR REPLACE FUNCTION ${name}(text, bigint, text, bigint, text, bigint)
-RETURNS TABLE (run_id text, executor_id text, again integer, delayed bigint, run_row jsonb, has_steps boolean, busy boolean)
+RETURNS TABLE (run_id text, executor_id text, again integer, delayed bigint, run_row jsonb, has_steps boolean)
 LANGUAGE plpgsql VOLATILE ${FUNCTION_SETTINGS} AS $cairn_fn$${body}$cairn_fn$`;
   return {
     name,
     create,
-    call: { name: `${name}_call`, text: `SELECT run_id, executor_id, again, delayed, run_row, has_steps, busy FROM ${name}($1, $2, $3, $4, $5, $6)` },
+    call: { name: `${name}_call`, text: `SELECT run_id, executor_id, again, delayed, run_row, has_steps FROM ${name}($1, $2, $3, $4, $5, $6)` },
   };
 }
 
