@@ -379,6 +379,14 @@ export function runReadySql(d: SqlDialect, queue: string, now = "$2"): string {
  */
 export const QUEUE_LOCK_KEY = 0x6361_6972; // "cair"
 
+/**
+ * PostgreSQL: taken (exclusive, tried) by an enqueue before it tries its queue's lock, held to its
+ * commit — so a dispatcher that finds the queue's lock held can tell (by trying this one shared)
+ * whether the holder may be an enqueue, which hears no wake-up of what commits meanwhile (see
+ * dispatch-function.ts, step 2). Keyed by the queue as QUEUE_LOCK_KEY is.
+ */
+export const ENQUEUE_HOLDER_KEY = 0x6361_6973; // "cais"
+
 export function dispatchStatements(d: SqlDialect) {
   const s = (name: string, text: string): Statement => ({ name: `cairn_queue_${name}`, text });
   return {

@@ -2,7 +2,7 @@ import type { Statement } from "../store/connection.js";
 import { WAKE_CHANNEL } from "../store/postgres/postgres-writes.js";
 import { POSTGRES } from "../store/dialect.js";
 import { FUNCTION_SETTINGS, functionName, type StoredFunction } from "./dispatch-function.js";
-import { incomingDecision, QUEUE_LOCK_KEY, runReadySql } from "./dispatch-sql.js";
+import { ENQUEUE_HOLDER_KEY, incomingDecision, QUEUE_LOCK_KEY, runReadySql } from "./dispatch-sql.js";
 import { DISPATCHED_WAKE_PREFIX, QUEUE_WAKE_PREFIX } from "./wake-payloads.js";
 
 /**
@@ -70,7 +70,11 @@ BEGIN
     -- Not with a dedup key: its unique index can refuse the insert below, and an error would end
     -- this call holding the lock with no wake-up for what a bounced dispatcher trusted it with.
     IF live AND $17 IS NULL THEN
-      locked := pg_try_advisory_xact_lock(${QUEUE_LOCK_KEY}, hashtext($14));
+      -- The holder key first: a dispatcher that finds the queue's lock held can tell an enqueue
+      -- may hold it, and passes again soon (dispatch-function.ts, step 2).
+      IF pg_try_advisory_xact_lock(${ENQUEUE_HOLDER_KEY}, hashtext($14)) THEN
+        locked := pg_try_advisory_xact_lock(${QUEUE_LOCK_KEY}, hashtext($14));
+      END IF;
       -- One statement, one snapshot: no other run ready, then the policy's choice for this one.
       IF locked THEN chosen := (SELECT CASE WHEN NOT ${ready} THEN (${decide}) END); END IF;
     END IF;
@@ -89,9 +93,10 @@ BEGIN
   ON CONFLICT (run_id) DO NOTHING;
   IF chosen IS NOT NULL THEN
     PERFORM pg_notify('${WAKE_CHANNEL}', '${DISPATCHED_WAKE_PREFIX}' || chosen);
-  ELSIF live AND (locked OR $17 IS NOT NULL) THEN
+  ELSIF live AND (locked OR ($17 IS NOT NULL AND pg_try_advisory_xact_lock(${ENQUEUE_HOLDER_KEY}, hashtext($14)))) THEN
     -- Other runs were ready, or none of the executors could take this one: one decision under the
-    -- policy, whichever run comes first (under the lock this call holds, or tries).
+    -- policy, whichever run comes first (under the lock this call holds, or tries). (OR's order
+    -- does not matter here: with the lock held, the holder key is too.)
     IF EXISTS (SELECT 1 FROM ${dispatch.name}($14, $11, NULL, $19, $20, 1) d WHERE d.run_id = $1) THEN chosen := $1; END IF;
   END IF;
   -- A dispatcher that found the queue's lock held by this call returned, trusting the holder

@@ -204,6 +204,8 @@ export class Executor implements ExecutionHost {
     this.stopRiding?.();
     this.stopRiding = null;
     this.dispatchedOnRelease.clear();
+    if (this.contendedRetry !== null) clearTimeout(this.contendedRetry);
+    this.contendedRetry = null;
     this.wakeTimer?.clear();
     this.unsubscribeClock?.();
     this.warmRuns.clear();
@@ -535,12 +537,30 @@ export class Executor implements ExecutionHost {
     }
     if (outcome.more) this.claimAgain = true;
     if (outcome.nextWakeAt !== null) this.wakeAt(outcome.nextWakeAt);
+    if (outcome.contended) this.retryContended();
     if (queues.served().length === 0) return true;
     const given = new Map(outcome.decisions.filter((decision) => decision.executorId === this.executorId).map((decision) => [decision.runId, decision]));
     if (readAssigned || this.store.capabilities.wakeNotifications === null) await this.loadAssignedRuns(queues, given, decidedAt);
     else await Promise.all([...given.values()].map((decision) => this.loadAssigned(decision.runId, decision.loaded, { at: decidedAt, kind: "grant" })));
     return true;
   }
+
+  /**
+   * PostgreSQL: a pass found a queue's lock held by what may be an enqueue (dispatch-function.ts,
+   * `busy`) — whose last look may have come before a run committed, that run's wake-up having
+   * bounced off the same lock, and which hears no wake-ups to pass again itself. One dispatch
+   * pass again shortly (one timer at a time, however many passes bounce), not at the next poll.
+   */
+  private retryContended(): void {
+    if (this.contendedRetry !== null || !this.started) return;
+    this.contendedRetry = setTimeout(() => {
+      this.contendedRetry = null;
+      this.poke(false, true);
+    }, CONTENDED_RETRY_MS);
+    this.contendedRetry.unref();
+  }
+
+  private contendedRetry: NodeJS.Timeout | null = null;
 
   /**
    * Loads the runs this executor's own dispatch just `given` it at once, and the ones peers (in
@@ -975,6 +995,12 @@ export class Executor implements ExecutionHost {
 }
 
 const MAX_STORE_FAILURES = 5;
+
+/**
+ * How soon a dispatch pass that found a queue's lock held passes again (see retryContended): about
+ * the holder's commit (a WAL flush), so the retry usually finds the lock free.
+ */
+const CONTENDED_RETRY_MS = 5;
 
 /** How long `stop()` waits for a claim pass in flight and for its row's removal. */
 const STOP_BOUND_MS = 5_000;

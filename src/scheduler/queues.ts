@@ -203,9 +203,9 @@ export class Queues {
     executorId: string,
     now: number,
     leaseMs: number,
-  ): Promise<{ decisions: QueueDecision[]; more: boolean; nextWakeAt: number | null } | null> {
+  ): Promise<{ decisions: QueueDecision[]; more: boolean; nextWakeAt: number | null; contended: boolean } | null> {
     const names = [...this.specs.keys()];
-    if (names.length === 0) return { decisions: [], more: false, nextWakeAt: null };
+    if (names.length === 0) return { decisions: [], more: false, nextWakeAt: null, contended: false };
     await this.sync(now);
     // PostgreSQL, built-in policies: each queue's function looks, locks and decides in one call
     // (dispatch-function.ts). The other queues are looked at first and decided in a claim transaction.
@@ -219,7 +219,8 @@ export class Queues {
     const decisions = [...calls.flatMap((call) => call!.decisions), ...looks.decisions];
     const delayed = [...calls.flatMap((call) => (call!.delayed === null ? [] : [call!.delayed])), ...looks.delayed];
     const more = looks.more || calls.some((call) => call!.decisions.length >= DECISIONS_PER_PASS);
-    return { decisions, more, nextWakeAt: await this.nextWakeAt(this.dialect.list(names), now, delayed) };
+    const contended = calls.some((call) => call!.busy);
+    return { decisions, more, nextWakeAt: await this.nextWakeAt(this.dialect.list(names), now, delayed), contended };
   }
 
   /**
@@ -305,12 +306,13 @@ export class Queues {
     executorId: string,
     now: number,
     leaseMs: number,
-  ): Promise<{ decisions: QueueDecision[]; delayed: number | null } | null> {
+  ): Promise<{ decisions: QueueDecision[]; delayed: number | null; busy: boolean } | null> {
     const call = await this.dispatchFunction(spec.policy as BuiltInPolicy, spec.policySql);
     const decisions: QueueDecision[] = [];
     let delayed: number | null = null;
+    let busy = false;
     while (decisions.length < DECISIONS_PER_PASS) {
-      let rows: { run_id: unknown; executor_id: unknown; again: unknown; delayed: unknown; run_row: unknown; has_steps: unknown }[];
+      let rows: { run_id: unknown; executor_id: unknown; again: unknown; delayed: unknown; run_row: unknown; has_steps: unknown; busy: unknown }[];
       try {
         rows = await this.store.execute(call, [spec.name, now, executorId, now - leaseMs, spec.policy, DECISIONS_PER_PASS - decisions.length]);
       } catch (error) {
@@ -321,7 +323,8 @@ export class Queues {
       let again = false;
       for (const row of rows) {
         if (row.run_id === null) {
-          delayed = Number(row.delayed);
+          if (row.delayed !== null) delayed = Number(row.delayed);
+          if (row.busy === true) busy = true;
           continue;
         }
         const decision: QueueDecision = { queue: spec.name, runId: String(row.run_id), executorId: String(row.executor_id) };
@@ -334,7 +337,7 @@ export class Queues {
       // A batch that says nothing more can be decided now ends the pass without another call.
       if (!again) break;
     }
-    return { decisions, delayed };
+    return { decisions, delayed, busy };
   }
 
   /** The call of a built-in policy's dispatch function, created in the database on first use. */

@@ -1,6 +1,7 @@
 import pg from "pg";
 import { describe, expect, it, vi } from "vitest";
 import { InvalidSpecError } from "../../src/index.js";
+import { ENQUEUE_HOLDER_KEY, QUEUE_LOCK_KEY } from "../../src/scheduler/dispatch-sql.js";
 import { Queues } from "../../src/scheduler/queues.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
@@ -204,12 +205,43 @@ describe.each(BACKENDS)("dispatch at enqueue on $name", (backend) => {
     await cairn.launch();
     const first = await send.enqueue("mail", { to: "first" }, { id: "held-1" });
     const second = await send.enqueue("mail", { to: "second" }, { id: "held-2" }); // ready, waiting for the slot
+    // The passes this enqueue woke are over: the next enqueue finds the queue's lock free.
+    await new Promise((resolve) => setTimeout(resolve, 300));
     const wakes = await wakesDuring(db, async () => {
       await send.enqueue("mail", { to: "second" }, { id: "held-2" });
     });
     expect(wakes).toContain("queue:mail");
     release();
     expect([await first.result(), await second.result()]).toEqual(["first", "second"]);
+  });
+
+  // A dispatcher whose pass finds the queue's lock held returns at once; the holder — here a
+  // transaction standing in for another producer's enqueue (which takes the holder key first),
+  // between its last look and its commit — never sees the run enqueued meanwhile, whose wake-up
+  // bounced off the same lock. The bounced pass comes back shortly, not at the next poll (a minute here).
+  it.skipIf(backend.name !== "postgres")("passes again soon after its pass found the queue's lock held", async () => {
+    const db = await backend.freshDatabase();
+    const cairn = env.cairn(db, { pollIntervalMs: 60_000 });
+    cairn.queue("mail", { workerConcurrency: 2 });
+    const send = cairn.workflow("send", async (ctx, input: { to: string }) => ctx.step("send", () => input.to));
+    await cairn.launch();
+    const holder = new pg.Client({ connectionString: db });
+    await holder.connect();
+    try {
+      await holder.query("BEGIN");
+      await holder.query("SELECT pg_advisory_xact_lock($1, hashtext('mail'))", [ENQUEUE_HOLDER_KEY]);
+      await holder.query("SELECT pg_advisory_xact_lock($1, hashtext('mail'))", [QUEUE_LOCK_KEY]);
+      const handle = await send.enqueue("mail", { to: "ada" }, { id: "bounced" });
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      const { rows } = await cairn.query("SELECT dispatched_at FROM cairn_queue_runs WHERE run_id = 'bounced'");
+      expect(rows[0]!.dispatched_at).toBeNull(); // the lock is held: nobody could decide it
+      await holder.query("COMMIT"); // no wake-up from the holder
+      const started = Date.now();
+      expect(await handle.result()).toBe("ada");
+      expect(Date.now() - started).toBeLessThan(10_000);
+    } finally {
+      await holder.end();
+    }
   });
 
   it("respects the executor's limit: a second run waits for the first to finish", async () => {
