@@ -153,17 +153,20 @@ export interface ScratchCluster {
   stop(): void;
 }
 
-/**
- * Starts a throwaway PostgreSQL cluster on `port` (initdb into a temporary folder, as the
- * postgres OS user when this runs as root, which initdb refuses to be). It is stopped by `stop()`,
- * or when the test process exits.
- */
 /** Why a scratch cluster cannot be made here, or undefined when it can. */
 export function noScratchCluster(): string | undefined {
   const initdb = join(PG_BIN, "initdb");
   return existsSync(initdb) ? undefined : `no initdb at ${initdb} (set CAIRN_PG_BIN)`;
 }
 
+/**
+ * Starts a throwaway PostgreSQL cluster on `port`, on loopback (initdb into a temporary folder, as
+ * the postgres OS user when this runs as root, which initdb refuses to be). It is stopped by
+ * `stop()`, or when the test process exits. Choose a port below Linux's ephemeral
+ * range (32768–60999 here): a port inside it can be held at that moment by any outgoing
+ * connection's local end, and the server then fails to bind ("Address already in use") — CI lost a
+ * run to that with port 55434.
+ */
 export function startScratchCluster(port: number, serverOptions = ""): ScratchCluster {
   const root = mkdtempSync(join(tmpdir(), "cairn-pg-"));
   const data = join(root, "data");
