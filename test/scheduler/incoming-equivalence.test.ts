@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { pick, seededRandom } from "../../tools/util/random.js";
 import { incomingDecision, nextDecision } from "../../src/scheduler/dispatch-sql.js";
 import type { QueueOptions } from "../../src/scheduler/queue-spec.js";
 import { POLICIES, type BuiltInPolicy } from "../../src/scheduler/policies.js";
@@ -20,20 +21,13 @@ import { cairnFactory } from "../harness.js";
 const CASES = Number(process.env.INCOMING_EQUIVALENCE_CASES ?? "40");
 const LEASE_MS = 30_000;
 
-/** mulberry32: a small seeded generator, so a failing case can be replayed by its seed. */
+/** A seeded generator (tools/util/random.ts), so a failing case can be replayed by its seed. */
 function random(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = seededRandom(seed);
   return {
     next,
     int: (lo: number, hi: number) => lo + Math.floor(next() * (hi - lo + 1)),
-    pick: <T>(xs: readonly T[]) => xs[Math.floor(next() * xs.length)]!,
+    pick: <T>(xs: readonly T[]) => pick(next, xs),
   };
 }
 
