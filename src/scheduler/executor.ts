@@ -13,6 +13,8 @@ import { WarmRuns } from "../engine/warm-runs.js";
 import type { RunTracing } from "../engine/tracing.js";
 import type { QueueDecision, Queues, ReleaseDispatch } from "./queues.js";
 import { wakeOf, type Wake } from "./wake-payloads.js";
+import { GrantGuard, MARK_STATEMENT } from "./grant-guard.js";
+import { toRunRow } from "../store/rows.js";
 
 export interface ExecutorOptions {
   appVersion: string;
@@ -118,6 +120,8 @@ export class Executor implements ExecutionHost {
   private renewal: Promise<boolean> | null = null;
   /** Runs unloaded here that may continue from memory when claimed here again (src/engine/warm-runs.ts). */
   readonly warmRuns: WarmRuns;
+  /** PostgreSQL, queues declared: whether a run granted with its row may start from it (grant-guard.ts). */
+  private grants: GrantGuard | null = null;
 
   constructor(
     readonly store: Store,
@@ -178,6 +182,12 @@ export class Executor implements ExecutionHost {
       void this.heartbeat();
       this.poke();
     });
+    if (this.store.capabilities.wakeNotifications !== null && this.options.queues !== undefined) {
+      this.grants = new GrantGuard(
+        (payload) => this.store.execute(MARK_STATEMENT, [payload]),
+        (error) => this.options.onError(error),
+      );
+    }
     this.store.capabilities.wakeNotifications?.onWake((payload) => this.woken(wakeOf(payload)));
     const heartbeatMs = Math.max(50, Math.floor(this.options.leaseMs / 3));
     this.timers.push(setInterval(() => void this.heartbeat(), heartbeatMs));
@@ -203,6 +213,7 @@ export class Executor implements ExecutionHost {
     for (const timer of this.timers) clearInterval(timer);
     this.stopRiding?.();
     this.stopRiding = null;
+    this.grants?.stop();
     this.dispatchedOnRelease.clear();
     if (this.contendedRetry !== null) clearTimeout(this.contendedRetry);
     this.contendedRetry = null;
@@ -303,6 +314,23 @@ export class Executor implements ExecutionHost {
     })();
   }
 
+  /**
+   * A run its enqueue gave us, with its row (enqueue-function.ts): started from the row, a hand-out
+   * like a dispatch's grant — unless a load of it here may have come first (GrantGuard), or the
+   * row does not parse: then it is read, as a `dispatched:` wake-up would have it.
+   */
+  private startGranted(rowText: string): void {
+    if (!this.started || this.grants === null) return;
+    let run: RunRow;
+    try {
+      run = toRunRow(JSON.parse(rowText) as Record<string, unknown>);
+    } catch {
+      return this.pokeAssigned();
+    }
+    if (!this.grants.mayStart(run.id)) return this.pokeAssigned();
+    void this.handout((at) => this.loadAssigned(run.id, { run, hasSteps: false }, { at, kind: "grant" }));
+  }
+
   private schedulePass(periodic: boolean): void {
     if (this.claiming) {
       this.claimAgain = true;
@@ -326,6 +354,14 @@ export class Executor implements ExecutionHost {
     if (wake.kind === "any") return this.poke();
     if (wake.kind === "dispatched") {
       if (wake.executorIds.includes(this.executorId)) this.pokeAssigned();
+      return;
+    }
+    if (wake.kind === "granted") {
+      if (wake.executorId === this.executorId) this.startGranted(wake.row);
+      return;
+    }
+    if (wake.kind === "mark") {
+      if (wake.key === this.grants?.key) this.grants.heard(wake.marker);
       return;
     }
     this.poke(false, true);
@@ -598,6 +634,7 @@ export class Executor implements ExecutionHost {
 
   /** An execution of `id` starts here (loaded, or a warm one woken): hand-outs in flight must know (staleHandout). */
   private noteLoaded(id: string): void {
+    this.grants?.loaded(id);
     if (this.handoutsInFlight > 0) this.loadedDuringHandouts.set(id, ++this.handoutEvents);
   }
 

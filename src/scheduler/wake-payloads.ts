@@ -6,14 +6,25 @@
  * - `queue:<name>` — a run was enqueued on that queue: a dispatch of the queues is all it asks for.
  * - `dispatched:<id>,<id>...` — a dispatch gave runs to these executors (not the dispatcher): they
  *   load them; nobody else has anything to do.
+ * - `granted:<id>` newline `<run row as JSON>` — an enqueue gave its new run to this executor
+ *   (enqueue-function.ts): it starts the run from the row, without reading it (see GrantGuard for
+ *   when it reads it all the same). A row too long for a payload goes as `dispatched:<id>`.
+ * - `mark:<key>:<n>` — an executor's marker (GrantGuard): nobody else has anything to do.
  * - anything else, or none (the channel was lost) — anything may have happened: a whole pass.
  *
  * A wake-up is a hint, never the only way work is found: every executor still polls.
  */
-export type Wake = { kind: "queue" } | { kind: "dispatched"; executorIds: string[] } | { kind: "any" };
+export type Wake =
+  | { kind: "queue" }
+  | { kind: "dispatched"; executorIds: string[] }
+  | { kind: "granted"; executorId: string; row: string }
+  | { kind: "mark"; key: string; marker: number }
+  | { kind: "any" };
 
 export const QUEUE_WAKE_PREFIX = "queue:";
 export const DISPATCHED_WAKE_PREFIX = "dispatched:";
+export const GRANTED_WAKE_PREFIX = "granted:";
+export const MARK_WAKE_PREFIX = "mark:";
 
 /**
  * A NOTIFY payload is at most 8,000 bytes: a dispatch to more executors than fit says `any` (an
@@ -24,5 +35,14 @@ export const MAX_WAKE_PAYLOAD = 7_900;
 export function wakeOf(payload: string | undefined): Wake {
   if (payload?.startsWith(QUEUE_WAKE_PREFIX)) return { kind: "queue" };
   if (payload?.startsWith(DISPATCHED_WAKE_PREFIX)) return { kind: "dispatched", executorIds: payload.slice(DISPATCHED_WAKE_PREFIX.length).split(",") };
+  if (payload?.startsWith(GRANTED_WAKE_PREFIX)) {
+    const end = payload.indexOf("\n");
+    if (end > 0) return { kind: "granted", executorId: payload.slice(GRANTED_WAKE_PREFIX.length, end), row: payload.slice(end + 1) };
+  }
+  if (payload?.startsWith(MARK_WAKE_PREFIX)) {
+    const at = payload.lastIndexOf(":");
+    const marker = Number(payload.slice(at + 1));
+    if (at > MARK_WAKE_PREFIX.length && Number.isSafeInteger(marker)) return { kind: "mark", key: payload.slice(MARK_WAKE_PREFIX.length, at), marker };
+  }
   return { kind: "any" };
 }

@@ -63,8 +63,13 @@ describe.each(BACKENDS)("dispatch at enqueue on $name", (backend) => {
     );
     expect(rows[0]).toMatchObject({ executor_id: executorId, policy: "fifo" });
     if (backend.name === "postgres") {
-      // Decided by the enqueue itself: one wake-up, naming the executor; no dispatch pass asked of anyone.
-      expect(wakes.filter((w) => w.startsWith("queue:") || w.startsWith("dispatched:"))).toEqual([`dispatched:${executorId}`]);
+      // Decided by the enqueue itself: one wake-up, naming the executor and carrying the run's row
+      // (it starts the run without reading it); no dispatch pass asked of anyone.
+      const given = wakes.filter((w) => /^(queue|dispatched|granted):/.test(w));
+      expect(given).toHaveLength(1);
+      const [head, row] = given[0]!.split("\n");
+      expect(head).toBe(`granted:${executorId}`);
+      expect(JSON.parse(row!)).toMatchObject({ id: "mail-1", status: "running", executor_id: executorId, input_text: expect.any(String) });
       expect(Number(rows[0]!.waited)).toBe(0);
     }
   });
