@@ -174,7 +174,14 @@ export class Executor implements ExecutionHost {
     this.registration = row;
     executorsInThisProcess.add(this.executorId);
     executorsById.set(this.executorId, this);
-    await this.options.queues?.register(this.executorId, now);
+    // PostgreSQL, queues declared here: runs an enqueue gives us may come with their rows (GrantGuard).
+    if (this.store.capabilities.wakeNotifications !== null && this.options.queues?.declared === true) {
+      this.grants = new GrantGuard(
+        (payload) => this.store.execute(MARK_STATEMENT, [payload], { concurrent: true }),
+        (error) => this.options.onError(error),
+      );
+    }
+    await this.options.queues?.register(this.executorId, now, this.grants?.grantKey);
     this.started = true;
     this.rideReleases();
     // A jump of a manual clock would make our own heartbeat look stale to executors sharing it.
@@ -182,12 +189,6 @@ export class Executor implements ExecutionHost {
       void this.heartbeat();
       this.poke();
     });
-    if (this.store.capabilities.wakeNotifications !== null && this.options.queues !== undefined) {
-      this.grants = new GrantGuard(
-        (payload) => this.store.execute(MARK_STATEMENT, [payload]),
-        (error) => this.options.onError(error),
-      );
-    }
     this.store.capabilities.wakeNotifications?.onWake((payload) => this.woken(wakeOf(payload)));
     const heartbeatMs = Math.max(50, Math.floor(this.options.leaseMs / 3));
     this.timers.push(setInterval(() => void this.heartbeat(), heartbeatMs));
@@ -316,18 +317,20 @@ export class Executor implements ExecutionHost {
 
   /**
    * A run its enqueue gave us, with its row (enqueue-function.ts): started from the row, a hand-out
-   * like a dispatch's grant — unless a load of it here may have come first (GrantGuard), or the
-   * row does not parse: then it is read, as a `dispatched:` wake-up would have it.
+   * like a dispatch's grant — unless GrantGuard says no (the token is not the enqueue's, or a load
+   * of the run here may have come first) or the row does not parse: then it is read, as a
+   * `dispatched:` wake-up would have it.
    */
-  private startGranted(rowText: string): void {
-    if (!this.started || this.grants === null) return;
+  private startGranted(token: string, rowText: string): void {
+    if (!this.started) return;
+    if (this.grants === null) return this.pokeAssigned();
     let run: RunRow;
     try {
       run = toRunRow(JSON.parse(rowText) as Record<string, unknown>);
     } catch {
       return this.pokeAssigned();
     }
-    if (!this.grants.mayStart(run.id)) return this.pokeAssigned();
+    if (!this.grants.mayStart(run.id, token)) return this.pokeAssigned();
     void this.handout((at) => this.loadAssigned(run.id, { run, hasSteps: false }, { at, kind: "grant" }));
   }
 
@@ -357,7 +360,7 @@ export class Executor implements ExecutionHost {
       return;
     }
     if (wake.kind === "granted") {
-      if (wake.executorId === this.executorId) this.startGranted(wake.row);
+      if (wake.executorId === this.executorId) this.startGranted(wake.token, wake.row);
       return;
     }
     if (wake.kind === "mark") {
@@ -857,7 +860,7 @@ export class Executor implements ExecutionHost {
     this.storeFailures.clear();
     for (const runId of await this.store.transferRuns(old.id, row.id, now)) this.reloadLater(runId);
     await this.store.removeExecutors([old.id]);
-    await this.options.queues?.register(row.id, now);
+    await this.options.queues?.register(row.id, now, this.grants?.grantKey);
     this.reincarnations++;
   }
 

@@ -1,6 +1,7 @@
-import { randomUUID } from "node:crypto";
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
 import type { Statement } from "../store/connection.js";
 import { WAKE_CHANNEL } from "../store/postgres/postgres-writes.js";
+import { isTransientStoreError } from "../store/transient.js";
 import { MARK_WAKE_PREFIX } from "./wake-payloads.js";
 
 /**
@@ -20,10 +21,20 @@ import { MARK_WAKE_PREFIX } from "./wake-payloads.js";
  * before it. Markers go out while notes wait, at most one a MARK_INTERVAL_MS and one at a time,
  * each a transaction of its own: a few a second across a fleet, where the read a grant saves was
  * one per run. A marker that is lost (the session dropped) leaves its notes to the next one.
+ *
+ * A NOTIFY is anyone's to send who can connect to the database, with no privilege on Cairn's
+ * tables. A forged grant started from its row would run a workflow of the forger's choosing up to
+ * its first step's commit (which fencing refuses, after the step acted). So a grant carries a
+ * token, sha256(key ‖ run id), made by the enqueue function with this executor's `key`, which it
+ * registered in `cairn_executor_grant_keys` (readable only by roles granted Cairn's tables); a
+ * grant without the right token is read like a `dispatched:` wake-up — nothing is started from it.
+ * A token seen on the channel is good only for its own run, whose real grant arrived first.
  */
 export class GrantGuard {
   /** Tells this executor's markers from everyone else's (executor ids change on re-registration). */
   readonly key = randomUUID();
+  /** The secret grants to this executor are proven with (see above): never sent on the channel. */
+  readonly grantKey = randomBytes(32).toString("hex");
   /** Run id → how many markers had been sent when it was loaded here. */
   private readonly noted = new Map<string, number>();
   private sent = 0;
@@ -42,8 +53,16 @@ export class GrantGuard {
     this.scheduleMarker();
   }
 
-  /** Whether a grant of `runId` may start it from the grant's row: no load of it here can have come first. */
-  mayStart(runId: string): boolean {
+  /**
+   * Whether a grant of `runId` with `token` may start it from the grant's row: the grant is the
+   * enqueue's (the token), and no load of the run here can have come before it.
+   */
+  mayStart(runId: string, token: string): boolean {
+    const expected = createHash("sha256")
+      .update(this.grantKey + runId, "utf8")
+      .digest();
+    const given = Buffer.from(token, "hex");
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return false;
     return !this.noted.has(runId);
   }
 
@@ -76,7 +95,8 @@ export class GrantGuard {
     try {
       await this.send(`${MARK_WAKE_PREFIX}${this.key}:${marker}`);
     } catch (error) {
-      if (!this.stopped) this.onError(error);
+      // An outage is reported by the executor's own passes; a marker only waits for the next one.
+      if (!this.stopped && !isTransientStoreError(error)) this.onError(error);
     } finally {
       this.sending = false;
     }
