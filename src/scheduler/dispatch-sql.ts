@@ -421,13 +421,6 @@ export function dispatchStatements(d: SqlDialect) {
     /** Rows of executors that are gone. */
     sweepQueues: s("sweep_queues", `DELETE FROM cairn_executor_queues WHERE executor_id NOT IN (SELECT id FROM cairn_executors)`),
     sweepPartitions: s("sweep_partitions", `DELETE FROM cairn_executor_partitions WHERE executor_id NOT IN (SELECT id FROM cairn_executors)`),
-    sweepGrantKeys: s("sweep_grant_keys", `DELETE FROM cairn_executor_grant_keys WHERE executor_id NOT IN (SELECT id FROM cairn_executors)`),
-    /** $1 the executor, $2 its grant key (GrantGuard). */
-    grantKey: s(
-      "grant_key",
-      `INSERT INTO cairn_executor_grant_keys (executor_id, grant_key) VALUES ($1, $2)
-       ON CONFLICT (executor_id) DO UPDATE SET grant_key = excluded.grant_key`,
-    ),
     serveQueue: s("serve_queue", `INSERT INTO cairn_executor_queues (executor_id, queue) VALUES ($1, $2) ON CONFLICT DO NOTHING`),
     servePartition: s("serve_partition", `INSERT INTO cairn_executor_partitions (executor_id, partition_key) VALUES ($1, $2) ON CONFLICT DO NOTHING`),
     /** $1..$10: a queue's declaration, stored (the latest declaration wins). */

@@ -3,11 +3,7 @@ import { WAKE_CHANNEL } from "../store/postgres/postgres-writes.js";
 import { POSTGRES } from "../store/dialect.js";
 import { FUNCTION_SETTINGS, functionName, type StoredFunction } from "./dispatch-function.js";
 import { ENQUEUE_HOLDER_KEY, incomingDecision, QUEUE_LOCK_KEY, runReadySql } from "./dispatch-sql.js";
-import { RUN_SELECT } from "../store/statements.js";
-import { DISPATCHED_WAKE_PREFIX, GRANT_SEPARATOR, MAX_WAKE_PAYLOAD, QUEUE_WAKE_PREFIX } from "./wake-payloads.js";
-
-/** The grant's separator as SQL: a comma, then a newline. */
-const GRANT_SEPARATOR_SQL = GRANT_SEPARATOR.replace("\n", "' || chr(10) || '");
+import { DISPATCHED_WAKE_PREFIX, QUEUE_WAKE_PREFIX } from "./wake-payloads.js";
 
 /**
  * PostgreSQL, a queue under a built-in policy: the enqueue that dispatches its own run. One call,
@@ -33,13 +29,9 @@ const GRANT_SEPARATOR_SQL = GRANT_SEPARATOR.replace("\n", "' || chr(10) || '");
  *    the lock tried and lost, there is nothing to call: the holder decides, or everyone passes.
  *    A run that was there already (same id) returns false — after a `queue:` NOTIFY if this call
  *    held the lock and a run is ready (a dispatcher that found the lock held trusted this call).
- * 4. The executor given a run hears of it by a NOTIFY that grants it the run (wake-payloads.ts),
- *    with the run's row as `getRun` reads it and a token made with the executor's grant key, and
- *    starts it from that row (a fresh run has no journal) — no dispatch transaction, and its WAL
- *    flush, nor a read, between the enqueue and the run's first line. A late NOTIFY never starts
- *    a run twice, nor does a forged one start anything (GrantGuard). A row too long for a NOTIFY,
- *    or an executor without a key, gets `dispatched:<id>`, and reads the run (a pass for its
- *    assigned runs alone).
+ * 4. The executor given a run hears of it by the `dispatched:<id>` NOTIFY and starts it after one
+ *    read (Executor: a pass for its assigned runs alone) — no dispatch transaction, and its WAL
+ *    flush, between the enqueue and the run's first line.
  * 5. If its own run was not decided (another dispatcher holds the lock, no executor has a free
  *    slot, the limits hold it, an older run came first), or another run is still ready after the
  *    decision, the `queue:<name>` NOTIFY as before: every executor makes a dispatch pass. (An
@@ -71,7 +63,6 @@ DECLARE
   chosen text;
   live boolean := false;
   locked boolean := false;
-  wake text;
 BEGIN
   IF $3 = 'enqueued' AND ($18 IS NULL OR $18 <= $11) THEN
     live := EXISTS (SELECT 1 FROM cairn_executor_queues eq JOIN cairn_executors e ON e.id = eq.executor_id
@@ -101,14 +92,7 @@ BEGIN
   VALUES ($1, $14, $15, $16, $17, $18, $11, CASE WHEN chosen IS NULL THEN NULL ELSE $11 END, chosen, CASE WHEN chosen IS NULL THEN NULL ELSE $20 END)
   ON CONFLICT (run_id) DO NOTHING;
   IF chosen IS NOT NULL THEN
-    -- A grant: the run's row goes with the wake-up, with a token only this function and the
-    -- executor can make (its key, which no one else may read), and the executor starts the run
-    -- without reading it (GrantGuard). An executor without a key (an older version) reads it.
-    wake := (SELECT '${DISPATCHED_WAKE_PREFIX}' || chosen || '${GRANT_SEPARATOR_SQL}'
-        || encode(sha256(convert_to(k.grant_key || $1, 'UTF8')), 'hex') || chr(10) || to_jsonb(x)::text
-      FROM (${RUN_SELECT} WHERE r.id = $1) x, cairn_executor_grant_keys k WHERE k.executor_id = chosen);
-    IF wake IS NULL OR octet_length(wake) > ${MAX_WAKE_PAYLOAD} THEN wake := '${DISPATCHED_WAKE_PREFIX}' || chosen; END IF;
-    PERFORM pg_notify('${WAKE_CHANNEL}', wake);
+    PERFORM pg_notify('${WAKE_CHANNEL}', '${DISPATCHED_WAKE_PREFIX}' || chosen);
   ELSIF live AND (locked OR ($17 IS NOT NULL AND pg_try_advisory_xact_lock(${ENQUEUE_HOLDER_KEY}, hashtext($14)))) THEN
     -- Other runs were ready, or none of the executors could take this one: one decision under the
     -- policy, whichever run comes first (under the lock this call holds, or tries). (OR's order

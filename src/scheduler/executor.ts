@@ -13,8 +13,6 @@ import { WarmRuns } from "../engine/warm-runs.js";
 import type { RunTracing } from "../engine/tracing.js";
 import type { QueueDecision, Queues, ReleaseDispatch } from "./queues.js";
 import { wakeOf, type Wake } from "./wake-payloads.js";
-import { GrantGuard, MARK_STATEMENT } from "./grant-guard.js";
-import { toRunRow } from "../store/rows.js";
 
 export interface ExecutorOptions {
   appVersion: string;
@@ -120,8 +118,6 @@ export class Executor implements ExecutionHost {
   private renewal: Promise<boolean> | null = null;
   /** Runs unloaded here that may continue from memory when claimed here again (src/engine/warm-runs.ts). */
   readonly warmRuns: WarmRuns;
-  /** PostgreSQL, queues declared: whether a run granted with its row may start from it (grant-guard.ts). */
-  private grants: GrantGuard | null = null;
 
   constructor(
     readonly store: Store,
@@ -174,14 +170,7 @@ export class Executor implements ExecutionHost {
     this.registration = row;
     executorsInThisProcess.add(this.executorId);
     executorsById.set(this.executorId, this);
-    // PostgreSQL, queues declared here: runs an enqueue gives us may come with their rows (GrantGuard).
-    if (this.store.capabilities.wakeNotifications !== null && this.options.queues?.declared === true) {
-      this.grants = new GrantGuard(
-        (payload) => this.store.execute(MARK_STATEMENT, [payload], { concurrent: true }),
-        (error) => this.options.onError(error),
-      );
-    }
-    await this.options.queues?.register(this.executorId, now, this.grants?.grantKey);
+    await this.options.queues?.register(this.executorId, now);
     this.started = true;
     this.rideReleases();
     // A jump of a manual clock would make our own heartbeat look stale to executors sharing it.
@@ -214,7 +203,6 @@ export class Executor implements ExecutionHost {
     for (const timer of this.timers) clearInterval(timer);
     this.stopRiding?.();
     this.stopRiding = null;
-    this.grants?.stop();
     this.dispatchedOnRelease.clear();
     if (this.contendedRetry !== null) clearTimeout(this.contendedRetry);
     this.contendedRetry = null;
@@ -315,25 +303,6 @@ export class Executor implements ExecutionHost {
     })();
   }
 
-  /**
-   * A run its enqueue gave us, with its row (enqueue-function.ts): started from the row, a hand-out
-   * like a dispatch's grant — unless GrantGuard says no (the token is not the enqueue's, or a load
-   * of the run here may have come first) or the row does not parse: then it is read, as a
-   * `dispatched:` wake-up would have it.
-   */
-  private startGranted(token: string, rowText: string): void {
-    if (!this.started) return;
-    if (this.grants === null) return this.pokeAssigned();
-    let run: RunRow;
-    try {
-      run = toRunRow(JSON.parse(rowText) as Record<string, unknown>);
-    } catch {
-      return this.pokeAssigned();
-    }
-    if (!this.grants.mayStart(run.id, token)) return this.pokeAssigned();
-    void this.handout((at) => this.loadAssigned(run.id, { run, hasSteps: false }, { at, kind: "grant" }));
-  }
-
   private schedulePass(periodic: boolean): void {
     if (this.claiming) {
       this.claimAgain = true;
@@ -357,14 +326,6 @@ export class Executor implements ExecutionHost {
     if (wake.kind === "any") return this.poke();
     if (wake.kind === "dispatched") {
       if (wake.executorIds.includes(this.executorId)) this.pokeAssigned();
-      return;
-    }
-    if (wake.kind === "granted") {
-      if (wake.executorId === this.executorId) this.startGranted(wake.token, wake.row);
-      return;
-    }
-    if (wake.kind === "mark") {
-      if (wake.key === this.grants?.key) this.grants.heard(wake.marker);
       return;
     }
     this.poke(false, true);
@@ -637,7 +598,6 @@ export class Executor implements ExecutionHost {
 
   /** An execution of `id` starts here (loaded, or a warm one woken): hand-outs in flight must know (staleHandout). */
   private noteLoaded(id: string): void {
-    this.grants?.loaded(id);
     if (this.handoutsInFlight > 0) this.loadedDuringHandouts.set(id, ++this.handoutEvents);
   }
 
@@ -860,7 +820,7 @@ export class Executor implements ExecutionHost {
     this.storeFailures.clear();
     for (const runId of await this.store.transferRuns(old.id, row.id, now)) this.reloadLater(runId);
     await this.store.removeExecutors([old.id]);
-    await this.options.queues?.register(row.id, now, this.grants?.grantKey);
+    await this.options.queues?.register(row.id, now);
     this.reincarnations++;
   }
 

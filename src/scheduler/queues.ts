@@ -177,7 +177,7 @@ export class Queues {
   }
 
   /** Writes what `executorId` serves (after it registered), and sweeps the rows of executors that are gone. */
-  async register(executorId: string, now: number, grantKey?: string): Promise<boolean> {
+  async register(executorId: string, now: number): Promise<boolean> {
     if (this.serve.queues !== undefined) {
       for (const name of this.serve.queues) {
         if (!this.specs.has(name)) throw new InvalidSpecError("serve.queues", name, "no queue of this name is declared in this process");
@@ -189,8 +189,6 @@ export class Queues {
       await db.run(this.sql.sweepPartitions, []);
       for (const queue of this.served()) await db.run(this.sql.serveQueue, [executorId, queue]);
       for (const key of this.serve.partitions ?? []) await db.run(this.sql.servePartition, [executorId, key]);
-      await db.run(this.sql.sweepGrantKeys, []);
-      if (grantKey !== undefined) await db.run(this.sql.grantKey, [executorId, grantKey]);
       return true;
     });
     return done !== null;

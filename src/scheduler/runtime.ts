@@ -268,8 +268,8 @@ export class CairnRuntime implements WorkflowHost, RunHost {
         `that key already belongs to a run of workflow "${row.workflow}"`,
       );
     }
-    // PostgreSQL: the enqueue's NOTIFY wakes the executor it concerns, this one included (a grant,
-    // a dispatch, or a queue's wake-up); a pass here too would claim and read for nothing.
+    // PostgreSQL: the enqueue's NOTIFY wakes the executor it concerns, this one included (a dispatch
+    // naming it, or a queue's wake-up); a claiming pass here too would claim and read for nothing.
     if (this.storeInstance.capabilities.wakeNotifications === null) this.executor.poke();
     return new RunHandle(this, runId);
   }

@@ -63,14 +63,8 @@ describe.each(BACKENDS)("dispatch at enqueue on $name", (backend) => {
     );
     expect(rows[0]).toMatchObject({ executor_id: executorId, policy: "fifo" });
     if (backend.name === "postgres") {
-      // Decided by the enqueue itself: one wake-up, naming the executor and carrying the run's row
-      // (it starts the run without reading it); no dispatch pass asked of anyone.
-      const given = wakes.filter((w) => /^(queue|dispatched):/.test(w));
-      expect(given).toHaveLength(1);
-      const [head, token, row] = given[0]!.split("\n");
-      expect(head).toBe(`dispatched:${executorId},`);
-      expect(token).toMatch(/^[0-9a-f]{64}$/);
-      expect(JSON.parse(row!)).toMatchObject({ id: "mail-1", status: "running", executor_id: executorId, input_text: expect.any(String) });
+      // Decided by the enqueue itself: one wake-up, naming the executor; no dispatch pass asked of anyone.
+      expect(wakes.filter((w) => w.startsWith("queue:") || w.startsWith("dispatched:"))).toEqual([`dispatched:${executorId}`]);
       expect(Number(rows[0]!.waited)).toBe(0);
     }
   });

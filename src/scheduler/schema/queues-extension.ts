@@ -11,8 +11,6 @@ import type { StoreExtension } from "../../store/extension.js";
  * - `cairn_executor_queues` / `cairn_executor_partitions`: what each executor (a `cairn_executors`
  *   row, which carries its capacity) serves; the view `cairn_workers` adds what is in use and free. Rows of executors that are gone are ignored (every
  *   reader joins `cairn_executors`) and swept by the dispatcher.
- * - `cairn_executor_grant_keys`: PostgreSQL, each executor's key for the grants of runs that
- *   enqueues send it with their NOTIFY (src/scheduler/grant-guard.ts); swept as the two above.
  *
  * A queued run is a `cairn_runs` row with status `enqueued` and a Task row not yet dispatched; the
  * core claim leaves such runs alone (`holdsRuns`), and a dispatch makes them `running` under the
@@ -87,20 +85,8 @@ export const QUEUES_EXTENSION: StoreExtension = {
         `CREATE INDEX cairn_queue_runs_delayed ON cairn_queue_runs (queue, not_before) WHERE dispatched_at IS NULL AND not_before IS NOT NULL`,
       ],
     },
-    {
-      version: 3,
-      name: "grant keys",
-      statements: [
-        // PostgreSQL: the key each executor proves an enqueue's grant of a run with (GrantGuard),
-        // readable only by roles Cairn's tables are granted to (a NOTIFY is anyone's to send).
-        `CREATE TABLE cairn_executor_grant_keys (
-          executor_id TEXT PRIMARY KEY,
-          grant_key TEXT NOT NULL
-        )`,
-      ],
-    },
   ],
-  tables: ["cairn_queues", "cairn_queue_runs", "cairn_executor_queues", "cairn_executor_partitions", "cairn_executor_grant_keys"],
+  tables: ["cairn_queues", "cairn_queue_runs", "cairn_executor_queues", "cairn_executor_partitions"],
   stepKinds: [],
   hooks: {
     holdsRuns: `EXISTS (SELECT 1 FROM cairn_queue_runs q WHERE q.run_id = cairn_runs.id AND q.dispatched_at IS NULL)`,
