@@ -46,9 +46,9 @@ import { DISPATCHED_WAKE_PREFIX, MAX_WAKE_PAYLOAD } from "./wake-payloads.js";
  *
  * Every return also gives the queue's next delayed start (a row with `run_id` NULL and `delayed`
  * set), for the dispatcher's wake-up timer, and whether a ready run met the lock held by what may
- * be an enqueue (`busy`, on the same row). Parameters: $1 queue, $2 now, $3 the dispatcher, $4 the oldest live heartbeat,
- * $5 the policy's name, $6 the most decisions to make. Columns: run_id, executor_id, again (as
- * decideBatch), delayed, run_row, has_steps, busy.
+ * be an enqueue (`busy`, on the same row). Parameters: $1 queue, $2 now, $3 the dispatcher, $4 the
+ * oldest live heartbeat, $5 the policy's name, $6 the most decisions to make. Columns: run_id,
+ * executor_id, again (as decideBatch), delayed, run_row, has_steps, busy.
  *
  * The function's name carries a hash of its text: a Cairn whose dispatch SQL differs (another
  * version) creates and calls its own beside the older one's, never replacing it under a running peer.

@@ -1,6 +1,5 @@
 import { DBOS, DBOSClient } from "@dbos-inc/dbos-sdk";
-import pg from "pg";
-import { PER_PROCESS_CONCURRENCY, type BenchInput, type Producer, type QueueSystem } from "./system.js";
+import { PER_PROCESS_CONCURRENCY, quietPool, type BenchInput, type Producer, type QueueSystem } from "./system.js";
 
 /**
  * DBOS Transact queues: each executor process launches DBOS with the workflow (one `DBOS.runStep`)
@@ -36,8 +35,7 @@ export const dbosSystem: QueueSystem = {
   },
   async openProducer(database): Promise<Producer> {
     const client = await DBOSClient.create({ systemDatabaseUrl: database, applicationName: APP });
-    const reader = new pg.Pool({ connectionString: database, max: 1 });
-    reader.on("error", () => undefined); // an idle connection's error: the next query reconnects
+    const reader = quietPool(database, 1);
     return {
       async enqueue(id, input) {
         await client.enqueue({ queueName: QUEUE, workflowName: "bench", workflowID: id }, input);

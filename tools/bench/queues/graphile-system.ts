@@ -1,6 +1,5 @@
 import { Logger, makeWorkerUtils, run, runMigrations } from "graphile-worker";
-import pg from "pg";
-import { PER_PROCESS_CONCURRENCY, type BenchInput, type Producer, type QueueSystem } from "./system.js";
+import { PER_PROCESS_CONCURRENCY, quietPool, type BenchInput, type Producer, type QueueSystem } from "./system.js";
 
 /**
  * graphile-worker 0.17: each executor process is a runner with `concurrency` job slots, woken by
@@ -21,8 +20,7 @@ export function graphileSystem(): QueueSystem {
       // Our own pool, with an error listener: the bench's clean-up terminates the sessions of a
       // measurement's database, and graphile-worker's own pool had none for an idle connection's
       // error — the whole bench died with it (about one run in three with 1,000 latency samples).
-      const pgPool = new pg.Pool({ connectionString: database, max: PER_PROCESS_CONCURRENCY + 2 });
-      pgPool.on("error", () => undefined);
+      const pgPool = quietPool(database, PER_PROCESS_CONCURRENCY + 2);
       const runner = await run({
         pgPool,
         concurrency: PER_PROCESS_CONCURRENCY,
@@ -44,11 +42,9 @@ export function graphileSystem(): QueueSystem {
     async openProducer(database): Promise<Producer> {
       // The producer's pool too gets an error listener (as the runners' above): makeWorkerUtils's
       // own had none, and the clean-up's termination of its idle connection killed the bench.
-      const pgPool = new pg.Pool({ connectionString: database, max: 4 });
-      pgPool.on("error", () => undefined);
+      const pgPool = quietPool(database, 4);
       const utils = await makeWorkerUtils({ pgPool, logger: quiet });
-      const reader = new pg.Pool({ connectionString: database, max: 1 });
-      reader.on("error", () => undefined); // an idle connection's error: the next query reconnects
+      const reader = quietPool(database, 1);
       return {
         async enqueue(id, input) {
           await utils.addJob(TASK, input, { jobKey: id });

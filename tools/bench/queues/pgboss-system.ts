@@ -1,6 +1,5 @@
 import PgBoss from "pg-boss";
-import pg from "pg";
-import { PER_PROCESS_CONCURRENCY, type BenchInput, type Producer, type QueueSystem } from "./system.js";
+import { PER_PROCESS_CONCURRENCY, quietPool, type BenchInput, type Producer, type QueueSystem } from "./system.js";
 
 /**
  * pg-boss 10: each executor process runs `boss.work` loops on one queue; the producer `boss.send`s.
@@ -36,8 +35,7 @@ export const pgBossSystem: QueueSystem = {
     const boss = new PgBoss({ connectionString: database, supervise: false, schedule: false });
     boss.on("error", (error) => console.error("[pg-boss]", error));
     await boss.start();
-    const reader = new pg.Pool({ connectionString: database, max: 1 });
-    reader.on("error", () => undefined); // an idle connection's error: the next query reconnects
+    const reader = quietPool(database, 1);
     return {
       async enqueue(id, input) {
         await boss.send(QUEUE, input as unknown as object, { id: uuidOf(id) });

@@ -1,3 +1,5 @@
+import pg from "pg";
+
 /**
  * A queue system under test, split the way it runs in production: executors (worker processes,
  * `startWorker`) and a producer (`openProducer`) on the same database. Each system runs the same
@@ -47,3 +49,14 @@ export interface QueueSystem {
 
 /** Per executor: the most runs one process holds at once, where the system has such a knob. */
 export const PER_PROCESS_CONCURRENCY = 16;
+
+/**
+ * A pool whose idle connections may die without killing the process: the bench's clean-up
+ * terminates the sessions of a measurement's database, and an idle connection's error with no
+ * listener is thrown. The next query through the pool reconnects.
+ */
+export function quietPool(database: string, max: number): pg.Pool {
+  const pool = new pg.Pool({ connectionString: database, max });
+  pool.on("error", () => undefined);
+  return pool;
+}
