@@ -8,6 +8,27 @@ import { validateInput, type StandardSchemaV1 } from "./standard-schema.js";
 export interface WorkflowOptions<Input> {
   /** Any Standard Schema (zod, valibot, ...): inputs are validated at start, before anything is stored. */
   input?: StandardSchemaV1<unknown, Input>;
+  /**
+   * External synchrony for a run's end. Default false: a run's outcome waits for its fsync (SQLite,
+   * synchronous=FULL) or WAL flush (PostgreSQL) before anyone sees it, as every record does. True:
+   * a succeeded finish commits without waiting (the next commit that waits, of any run, makes it
+   * durable), so a run's end costs no flush of its own — the next enqueue or step on a busy server
+   * does not queue behind it. A failed or cancelled end, a finish of a run that deferred a model
+   * call's record (`deferModelCallFsync`), or one made while such records of the store are not yet
+   * durable, waits as ever.
+   *
+   * Failure semantics: a process crash loses nothing (the commit reached the WAL). A power loss of
+   * the machine (SQLite), or a crash or power loss of the database server (PostgreSQL), can erase a
+   * finish made since the last commit that waited: the run is then running again, and its executor
+   * (or, after a power loss, whichever executor recovers it) replays it from its journal, whose
+   * records were durable before the finish — no step runs again, no effect is repeated, and the run
+   * finishes again with the value its code returns on replay. That is the same value only if the
+   * workflow's code after its last durable operation is deterministic, as Cairn asks of workflow
+   * code anyway; a caller that read the first outcome (`result()`, `cairn sql`) may otherwise see a
+   * different one later. Anything that read the finish and then committed (a parent woken by it, a
+   * run enqueued after it with the same dedupKey) made it durable first: one WAL, written in order.
+   */
+  deferFinishFsync?: boolean;
 }
 
 export interface StartOptions {

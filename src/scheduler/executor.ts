@@ -16,6 +16,8 @@ import { wakeOf, type Wake } from "./wake-payloads.js";
 
 export interface ExecutorOptions {
   appVersion: string;
+  /** Workflows whose succeeded finishes commit without waiting (WorkflowOptions.deferFinishFsync). */
+  deferredFinishes?: ReadonlySet<string>;
   /** Claim runs of every application version, not just this one's. */
   recoverAllVersions: boolean;
   /** How long an executor may go without a heartbeat before its runs are taken over. */
@@ -449,6 +451,7 @@ export class Executor implements ExecutionHost {
           dead = await this.deadExecutors(now, executors);
           await this.checkLostRuns();
           await this.reloadAfterStoreErrors();
+          await this.findErasedFinishes();
         }
         // Queues first: a woken executor's queued run starts without waiting for the claim of
         // started runs to come back (a round trip, and a commit when it claims). The runs it
@@ -566,8 +569,8 @@ export class Executor implements ExecutionHost {
    * Loads the runs this executor's own dispatch just `given` it at once, and the ones peers (in
    * another process: those here were poked) or enqueues gave it, found by `assigned`, read meanwhile.
    */
-  private async loadAssignedRuns(queues: Queues, given: ReadonlyMap<string, QueueDecision>, decidedAt?: number): Promise<void> {
-    if (queues.served().length === 0) return;
+  private async loadAssignedRuns(queues: Queues, given: ReadonlyMap<string, QueueDecision>, decidedAt?: number, always = false): Promise<void> {
+    if (!always && queues.served().length === 0) return;
     // Runs running here are left out of the read.
     const running = [...this.executions].filter(([, execution]) => !execution.stopped).map(([id]) => id);
     await this.handout(async (issuedAt) => {
@@ -759,6 +762,27 @@ export class Executor implements ExecutionHost {
     // A read of our assigned runs may have loaded it meanwhile, or it is still letting go here: see staleHandout.
     if (this.staleHandout(run.id, claimedAt, "grant")) return;
     this.load(run, journal);
+  }
+
+  /**
+   * A finish deferred here (WorkflowOptions.deferFinishFsync) that a crash of the database server
+   * erased leaves its run running under our id with nothing running it. Re-registering after the
+   * lost session moves such runs to the new id and loads them again; but a session reopened under
+   * the same backend pid (the server's host rebooted and the pid came round again), or lost again
+   * while its replacement was being registered, would not. So an executor that has deferred a
+   * finish also reads, at each death check, the runs that are ours and not loaded here, and loads
+   * them (the read of our assigned runs that queue dispatch uses, with its guard against a run
+   * that let go here meanwhile).
+   */
+  private async findErasedFinishes(): Promise<void> {
+    const queues = this.options.queues;
+    if (queues === undefined || this.store.durability.rederivable === 0) return;
+    await this.loadAssignedRuns(queues, new Map(), undefined, true);
+  }
+
+  /** ExecutionHost: WorkflowOptions.deferFinishFsync. */
+  finishDefers(workflow: string): boolean {
+    return this.options.deferredFinishes?.has(workflow) === true;
   }
 
   private newExecution(run: RunRow, journal: Awaited<ReturnType<Store["loadJournal"]>>): RunExecution | null {

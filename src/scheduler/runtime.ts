@@ -113,6 +113,8 @@ export class CairnRuntime implements WorkflowHost, RunHost {
   readonly clock: Clock;
   private readonly storeInstance: Store;
   private readonly workflows = new Map<string, WorkflowFunction>();
+  /** The workflows registered with `deferFinishFsync` (the executor asks, see ExecutionHost.finishDefers). */
+  private readonly deferredFinishes = new Set<string>();
   private readonly executor: Executor;
   private readonly waiters: RunWaiters;
   private migrated: Promise<void> | null = null;
@@ -157,6 +159,7 @@ export class CairnRuntime implements WorkflowHost, RunHost {
       leaseMs,
       pollIntervalMs,
       maxConcurrentRuns: options.maxConcurrentRuns ?? 1000,
+      deferredFinishes: this.deferredFinishes,
       replayStallMs: positiveMs("replayStallMs", options.replayStallMs ?? DEFAULT_REPLAY_STALL_MS),
       maxRecoveryAttempts,
       onError: options.onError ?? ((error) => console.error("[cairn]", error)),
@@ -206,7 +209,12 @@ export class CairnRuntime implements WorkflowHost, RunHost {
     validateWorkflowName(name);
     if (this.workflows.has(name)) throw new InvalidSpecError("name", name, "a workflow with this name is already registered");
     if (typeof fn !== "function") throw new InvalidSpecError("fn", fn, `workflow "${name}" needs a function`);
+    const deferFinish = options.deferFinishFsync;
+    if (deferFinish !== undefined && typeof deferFinish !== "boolean") {
+      throw new InvalidSpecError("deferFinishFsync", deferFinish, `workflow "${name}": deferFinishFsync must be true or false`);
+    }
     this.workflows.set(name, fn as WorkflowFunction);
+    if (deferFinish === true) this.deferredFinishes.add(name);
     return new Workflow(this, name, fn, options);
   }
 

@@ -1,4 +1,22 @@
-import type { DurabilityWatermark } from "./store.js";
+import type { CommitOptions, DurabilityWatermark } from "./store.js";
+
+/**
+ * How a commit waits for durability: "wait" for its fsync or WAL flush (the default); "counted"
+ * (`CommitOptions.deferDurability`) resolves without and is counted in the watermark; "uncounted"
+ * (with `rederivable` too) resolves without and is not, since its loss costs only a replay.
+ */
+export type Deferral = "wait" | "counted" | "uncounted";
+
+export function deferralOf(options: CommitOptions | undefined): Deferral {
+  if (options?.deferDurability !== true) return "wait";
+  return options.rederivable === true ? "uncounted" : "counted";
+}
+
+/** Whether a batch may commit without waiting for durability: every commit in it may. */
+export function batchDefers(batch: readonly { defer: Deferral }[]): boolean {
+  for (const pending of batch) if (pending.defer === "wait") return false;
+  return true;
+}
 
 /**
  * The group commit's bookkeeping for external synchrony (`CommitOptions.deferDurability`), the same
@@ -9,6 +27,7 @@ import type { DurabilityWatermark } from "./store.js";
 export class Durability implements DurabilityWatermark {
   deferred = 0;
   durable = 0;
+  rederivable = 0;
 
   /** Deferred commits resolved so far: what a barrier committed in the batch about to run covers. */
   batchStarts(): number {
@@ -17,14 +36,21 @@ export class Durability implements DurabilityWatermark {
 
   /**
    * After a flush: its commits that went through (`outcomes[i] === null`) resolved without an fsync
-   * if the batch was `deferred`; otherwise a barrier among them moves `durable` to `covers`.
+   * if the batch was `deferred` (the "counted" ones are counted); otherwise a barrier among them
+   * moves `durable` to `covers`.
    */
-  batchSettled(commits: readonly { ops: readonly { type: string }[] }[], outcomes: readonly unknown[], covers: number, deferred: boolean): void {
+  batchSettled(
+    commits: readonly { ops: readonly { type: string }[]; defer: Deferral }[],
+    outcomes: readonly unknown[],
+    covers: number,
+    deferred: boolean,
+  ): void {
     let committed = 0;
     let barrier = false;
     commits.forEach((commit, i) => {
       if (outcomes[i] !== null) return;
-      committed++;
+      if (commit.defer === "counted") committed++;
+      else if (deferred && commit.defer === "uncounted") this.rederivable++;
       if (!deferred && hasBarrier(commit.ops)) barrier = true;
     });
     if (barrier && covers > this.durable) this.durable = covers;

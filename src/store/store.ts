@@ -196,6 +196,13 @@ export interface CommitOptions {
    * {@link Store.durability}. Commits that meet in one group commit with one that waits all wait.
    */
   deferDurability?: boolean;
+  /**
+   * With `deferDurability`: the commit writes only what a replay of records already durable would
+   * write again (a run's succeeded finish, `WorkflowOptions.deferFinishFsync`), so losing it costs a
+   * replay, never a repeated effect. It resolves as `deferDurability` does but is not counted in
+   * {@link Store.durability}: no operation waits for a barrier on its account.
+   */
+  rederivable?: boolean;
 }
 
 /**
@@ -208,6 +215,8 @@ export interface CommitOptions {
 export interface DurabilityWatermark {
   readonly deferred: number;
   readonly durable: number;
+  /** Commits with `rederivable` that resolved without waiting (not part of the watermark: no barrier waits for them). */
+  readonly rederivable: number;
 }
 
 export interface ReceiveRequest {

@@ -29,7 +29,12 @@ export interface ExecutionHost {
   leaseFresh?(): boolean;
   /** Renews the executor's lease now and stops the runs peers took meanwhile; false if its row is gone. */
   renewLease?(): Promise<boolean>;
+  /** Whether the workflow's succeeded finishes commit without waiting (WorkflowOptions.deferFinishFsync). */
+  finishDefers?(workflow: string): boolean;
 }
+
+/** A succeeded finish of a workflow with `deferFinishFsync` (see settle). */
+const REDERIVABLE: CommitOptions = Object.freeze({ deferDurability: true, rederivable: true });
 
 /** A durable wait the run unloads on: a time, a message topic, a child's end. */
 export interface Wait {
@@ -78,6 +83,8 @@ export abstract class RunLifecycle {
   private readonly waits = new Map<number, HeldWait>();
   /** Waits looking again after a warm wake-up: a look that waits again keeps its workflow promise. */
   private readonly redriving = new Map<number, HeldWait["settle"]>();
+  /** Whether this execution committed a record with `deferDurability` (counted: see settle). */
+  private deferredRecords = false;
   /** Records waiting to ride with the run's next commit (JournalCore.ride). */
   protected riders: WriteOp[] = [];
   /** The commits in flight that carry riders, each resolving to whether it landed them. */
@@ -274,8 +281,24 @@ export abstract class RunLifecycle {
       error = errorText(value);
     }
     this.stopSignal.abort(() => new FencedError("run settled"));
+    // WorkflowOptions.deferFinishFsync: a succeeded outcome is what a replay of the durable journal
+    // returns again, so its commit need not wait to be durable — unless a record it may stand on
+    // (a model call's, deferModelCallFsync) is not durable yet: then it waits, as every finish does.
+    // This run's own deferred records count even while still in flight (a model call not awaited).
+    // Nor may any operation still be acting or committing (a step that lost a race the workflow
+    // returned from): its record may never land, and a replay after an erased finish would run it
+    // again — with a durable finish there is no replay.
+    const { deferred, durable } = this.store.durability;
+    const defers =
+      status === "succeeded" &&
+      this.active === 0 &&
+      this.carriers.size === 0 &&
+      !this.deferredRecords &&
+      durable >= deferred &&
+      this.host.finishDefers?.(this.workflowName) === true;
     try {
-      await this.commit([{ type: "finish", runId: this.runId, status, output, error, at: this.clock.now() }]);
+      const ops: WriteOp[] = [{ type: "finish", runId: this.runId, status, output, error, at: this.clock.now() }];
+      await (defers ? this.commit(ops, REDERIVABLE) : this.commit(ops));
     } catch (failure) {
       this.letGo(failure instanceof FencedError ? "lost" : "store-error", failure);
       return;
@@ -304,6 +327,7 @@ export abstract class RunLifecycle {
    * the run was lost).
    */
   protected async commit(ops: WriteOp[], options?: CommitOptions): Promise<void> {
+    if (options?.deferDurability === true && options.rederivable !== true) this.deferredRecords = true;
     const carried = this.riders.length === 0 ? null : this.riders;
     if (carried !== null) {
       ops = [...carried, ...ops];

@@ -8,7 +8,7 @@ import { createdRunRow, toRunRow } from "../rows.js";
 import { fenced, runIdsOf, SqlStore } from "../sql-store.js";
 import { runAsync, type Request, type Script } from "../script.js";
 import { CLAIM_SET, claimable } from "../statements.js";
-import { Durability } from "../durability.js";
+import { batchDefers, deferralOf, Durability, type Deferral } from "../durability.js";
 import type {
   ClaimRequest,
   CommitOptions,
@@ -39,8 +39,8 @@ export interface PostgresStoreOptions {
 interface PendingCommit {
   fence: Fence | null;
   ops: WriteOp[];
-  /** CommitOptions.deferDurability. */
-  defer: boolean;
+  /** CommitOptions.deferDurability and rederivable. */
+  defer: Deferral;
   resolve: () => void;
   reject: (error: unknown) => void;
   /** `commitRuns`: filled with the ids of the runs this commit created (see flush). */
@@ -202,10 +202,10 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
   }
 
   commit(fence: Fence | null, ops: WriteOp[], options?: CommitOptions): Promise<void> {
-    return this.enqueue(fence, ops, options?.deferDurability === true);
+    return this.enqueue(fence, ops, deferralOf(options));
   }
 
-  private enqueue(fence: Fence | null, ops: WriteOp[], defer: boolean, created?: Set<string>): Promise<void> {
+  private enqueue(fence: Fence | null, ops: WriteOp[], defer: Deferral, created?: Set<string>): Promise<void> {
     return new Promise((resolve, reject) => {
       this.queue.push({ fence, ops, defer, resolve, reject, ...(created === undefined ? {} : { created }) });
       this.flushing ??= this.flushQueue();
@@ -218,7 +218,7 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
    */
   override async commitRuns(ops: WriteOp[]): Promise<Map<string, RunRow>> {
     const created = new Set<string>();
-    await this.enqueue(null, ops, false, created);
+    await this.enqueue(null, ops, "wait", created);
     const rows = new Map<string, RunRow>();
     for (const op of ops) {
       if (op.type === "run" && created.has(op.run.id) && !rows.has(op.run.id)) rows.set(op.run.id, createdRunRow(op.run));
@@ -245,9 +245,10 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
 
   private async flush(batch: PendingCommit[]): Promise<void> {
     const outcomes: unknown[] = new Array(batch.length).fill(null);
-    // External synchrony (store.ts, CommitOptions): a batch of deferred commits is one transaction
-    // with `synchronous_commit = off` — the general path, whatever shape it has.
-    const deferred = batch.every((pending) => pending.defer);
+    // External synchrony (store.ts, CommitOptions): a batch of deferred commits does not wait for
+    // its WAL flush (`synchronous_commit = off` for its transaction). Finishes take their fast path
+    // (the statement turns the setting off itself); any other shape, the general path.
+    const deferred = batchDefers(batch);
     const covers = this.durability.batchStarts();
     // Starts are idempotent inserts (ON CONFLICT DO NOTHING; a start that did land is read back as
     // existing): one whose connection broke under it — an idle pooled connection the server's
@@ -257,10 +258,10 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
       await retrying(async () => {
         outcomes.fill(null);
         for (const pending of batch) pending.created?.clear();
-        if (deferred) return this.applyInTransaction(batch, outcomes, true);
-        const steps = stepOnly(batch);
-        const single = steps?.length === 1 && steps[0]!.steps.length === 1 && steps[0]!.steps[0]!.output?.hash == null ? steps[0]! : null;
         const finish = finishOnly(batch);
+        const steps = stepOnly(batch);
+        if (deferred && finish === null && (steps !== null || !fencedOnly(batch))) return this.applyInTransaction(batch, outcomes, true);
+        const single = steps?.length === 1 && steps[0]!.steps.length === 1 && steps[0]!.steps[0]!.output?.hash == null ? steps[0]! : null;
         const newRuns = runsOnly(batch);
         if (newRuns !== null && newRuns.length === 1) {
           // A run's row (and its input's payload) is one statement: it needs no transaction.
@@ -282,7 +283,7 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
             await this.inTransaction((client) => this.applyBatch(client, batch, outcomes, true));
           }
         } else if (finish !== null) {
-          const held = await this.onWriter((writer) => this.writes.finishSingle(writer, finish.fence, finish.op));
+          const held = await this.onWriter((writer) => this.writes.finishSingle(writer, finish.fence, finish.op, deferred));
           if (!held) outcomes[0] = fenced(finish.fence);
         } else if (single !== null) {
           const held = await this.onWriter((writer) => this.writes.stepSingle(writer, single.fence, single.steps[0]!));
@@ -303,7 +304,7 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
           const commits = batch.map((pending) => ({ fence: pending.fence!, ops: pending.ops }));
           let held: Set<number> | null = null;
           try {
-            held = await this.onWriter((writer) => this.writes.fencedBatch(writer, commits));
+            held = await this.onWriter((writer) => this.writes.fencedBatch(writer, commits, deferred));
           } catch (error) {
             // As for starts: the general path gives each commit its savepoint, so a bad one fails alone.
             if (batch.length === 1 || !isConstraintError(error)) throw error;

@@ -156,8 +156,9 @@ export class PostgresWrites {
    * The caller guarantees: no run has two commits in the batch; every op is of its commit's run;
    * a finish is a commit's last op. So no row is written twice by the statement, except a parent
    * finishing in the same batch as its child — that parent is not woken (it is finishing).
+   * `asynchronous`: the statement's commit does not wait for its WAL flush (a deferred batch).
    */
-  async fencedBatch(db: Pool | Db, commits: { fence: Fence; ops: WriteOp[] }[]): Promise<Set<number>> {
+  async fencedBatch(db: Pool | Db, commits: { fence: Fence; ops: WriteOp[] }[], asynchronous = false): Promise<Set<number>> {
     const steps: { fence: Fence; steps: StepRecord[] }[] = [];
     const completion = { c: [] as number[], seq: [] as number[], completion: [] as number[] };
     const finish = {
@@ -230,8 +231,9 @@ export class PostgresWrites {
                FROM (SELECT parent_id, max(at) AS at FROM d WHERE parent_id IS NOT NULL GROUP BY parent_id) d
                WHERE cairn_runs.id = d.parent_id AND cairn_runs.id NOT IN (SELECT id FROM x)
                RETURNING status = 'waiting' AS woke),
-             n AS (SELECT pg_notify('${WAKE_CHANNEL}', '') WHERE EXISTS (SELECT 1 FROM w WHERE woke))
-           SELECT c FROM f, (SELECT count(*) FROM n) AS notified`,
+             n AS (SELECT pg_notify('${WAKE_CHANNEL}', '') WHERE EXISTS (SELECT 1 FROM w WHERE woke)),
+             a AS (${asynchronousCommit("$32")})
+           SELECT c FROM f, (SELECT count(*) FROM n) AS notified, (SELECT count(*) FROM a) AS asynchronous`,
       values: [
         commits.map((c) => c.fence.runId),
         commits.map((c) => c.fence.executorId),
@@ -248,6 +250,7 @@ export class PostgresWrites {
         finish.error,
         finish.at,
         finish.c.map((c) => commits[c - 1]!.fence.runId),
+        asynchronous,
       ],
     });
     return new Set(result.rows.map((r) => Number(r.c) - 1));
@@ -311,8 +314,9 @@ export class PostgresWrites {
   /**
    * A run's finish as one autocommitted statement, fenced in its WHERE clause: the run row and its
    * waiting parent are updated (and so locked) by the same statement. Returns whether the fence held.
+   * `asynchronous`: its commit does not wait for its WAL flush (a deferred commit).
    */
-  async finishSingle(db: Pool | Db, fence: Fence, op: Extract<WriteOp, { type: "finish" }>): Promise<boolean> {
+  async finishSingle(db: Pool | Db, fence: Fence, op: Extract<WriteOp, { type: "finish" }>, asynchronous = false): Promise<boolean> {
     const [output] = splitStored(op.output);
     const result = await db.query<{ held: number }>({
       name: "cairn_finish_single",
@@ -322,9 +326,10 @@ export class PostgresWrites {
                  updated_at = $4, executor_id = NULL, wake_at = NULL
                WHERE id = $8 AND executor_id = $9 AND status = 'running' RETURNING parent_id),
              w AS (${wakeRun("(SELECT parent_id FROM f)", "$4")} RETURNING status = 'waiting' AS woke),
-             n AS (SELECT pg_notify('${WAKE_CHANNEL}', '') FROM w WHERE woke)
-           SELECT (SELECT count(*) FROM f)::int AS held, (SELECT count(*) FROM n)::int AS notified`,
-      values: [...payloadValues(op.output, op.at), op.status, output, op.error, op.runId, fence.executorId],
+             n AS (SELECT pg_notify('${WAKE_CHANNEL}', '') FROM w WHERE woke),
+             a AS (${asynchronousCommit("$10")})
+           SELECT (SELECT count(*) FROM f)::int AS held, (SELECT count(*) FROM n)::int AS notified, (SELECT count(*) FROM a) AS asynchronous`,
+      values: [...payloadValues(op.output, op.at), op.status, output, op.error, op.runId, fence.executorId, asynchronous],
     });
     return result.rows[0]?.held === 1;
   }
@@ -585,6 +590,16 @@ function runsAndParents(runs: string, finishing: string): string {
  * to it. Parameters $1..$4: hash (null for an inline value, which inserts nothing), body, size,
  * created_at; the statement's own parameters start at $5.
  */
+/**
+ * An autocommitted statement's own `SET LOCAL synchronous_commit = off` when `flagSql` is true: a
+ * deferred commit (CommitOptions.deferDurability) that needs no transaction around it. The setting
+ * lasts until the statement's implicit transaction ends, and the commit reads it as it commits: it
+ * returns without waiting for its WAL flush. Reference the CTE (a CTE nothing reads is not run).
+ */
+function asynchronousCommit(flagSql: string): string {
+  return `SELECT set_config('synchronous_commit', 'off', true) WHERE ${flagSql}::boolean`;
+}
+
 const PAYLOAD_CTE = `p AS (
   INSERT INTO cairn_payloads (hash, body, size, created_at)
   SELECT $1::text, $2::text, $3::int, $4::bigint WHERE $1::text IS NOT NULL

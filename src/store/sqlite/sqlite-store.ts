@@ -9,7 +9,7 @@ import { positionalPlaceholders, toRunRow } from "../rows.js";
 import { fenced, SqlStore } from "../sql-store.js";
 import { runSync, type Request, type Script } from "../script.js";
 import { CLAIM_SET, claimable } from "../statements.js";
-import { Durability } from "../durability.js";
+import { batchDefers, deferralOf, Durability, type Deferral } from "../durability.js";
 import type {
   ClaimRequest,
   CommitOptions,
@@ -46,8 +46,8 @@ export interface SqliteStoreOptions {
 interface PendingCommit {
   fence: Fence | null;
   ops: WriteOp[];
-  /** CommitOptions.deferDurability. */
-  defer: boolean;
+  /** CommitOptions.deferDurability and rederivable. */
+  defer: Deferral;
   resolve: () => void;
   reject: (error: unknown) => void;
 }
@@ -199,7 +199,7 @@ export class SqliteStore extends SqlStore<null> implements Store {
 
   commit(fence: Fence | null, ops: WriteOp[], options?: CommitOptions): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ fence, ops, defer: options?.deferDurability === true, resolve, reject });
+      this.queue.push({ fence, ops, defer: deferralOf(options), resolve, reject });
       if (!this.flushScheduled) {
         this.flushScheduled = true;
         setImmediate(() => void this.flush());
@@ -217,8 +217,9 @@ export class SqliteStore extends SqlStore<null> implements Store {
     const riders = this.releaseClaims.size > 0 && batch.some((pending) => pending.ops.some(releasesRun)) ? [...this.releaseClaims] : [];
     const rode: { result?: unknown; error?: unknown }[] = [];
     // External synchrony (store.ts, CommitOptions): a batch of deferred commits only skips the fsync.
-    // (It never carries a ridden claim: a finish or suspend is never deferred.)
-    const deferred = this.deferrable && batch.every((pending) => pending.defer);
+    // It never carries a ridden claim: a run loaded here counts on its claim's commit having made
+    // every record before it durable (a rederivable finish may be deferred, its riders are not).
+    const deferred = this.deferrable && riders.length === 0 && batchDefers(batch);
     const covers = this.durability.batchStarts();
     try {
       if (deferred) this.synchronousNormal!.run();
