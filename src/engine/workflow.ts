@@ -14,8 +14,9 @@ export interface WorkflowOptions<Input> {
    * a succeeded finish commits without waiting (the next commit that waits, of any run, makes it
    * durable), so a run's end costs no flush of its own — the next enqueue or step on a busy server
    * does not queue behind it. A failed or cancelled end, a finish of a run that deferred a model
-   * call's record (`deferModelCallFsync`), or one made while such records of the store are not yet
-   * durable, waits as ever.
+   * call's record (`deferModelCallFsync`) or that returns while one of its operations still acts,
+   * or one made while such records of the store are not yet durable, waits as ever; so does a
+   * SQLite finish that carries a queue dispatch's claims.
    *
    * Failure semantics: a process crash loses nothing (the commit reached the WAL). A power loss of
    * the machine (SQLite), or a crash or power loss of the database server (PostgreSQL), can erase a

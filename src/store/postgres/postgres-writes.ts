@@ -586,11 +586,6 @@ function runsAndParents(runs: string, finishing: string): string {
 }
 
 /**
- * Writes a large value to the payload table once, in the same statement as the row that refers
- * to it. Parameters $1..$4: hash (null for an inline value, which inserts nothing), body, size,
- * created_at; the statement's own parameters start at $5.
- */
-/**
  * An autocommitted statement's own `SET LOCAL synchronous_commit = off` when `flagSql` is true: a
  * deferred commit (CommitOptions.deferDurability) that needs no transaction around it. The setting
  * lasts until the statement's implicit transaction ends, and the commit reads it as it commits: it
@@ -600,6 +595,11 @@ function asynchronousCommit(flagSql: string): string {
   return `SELECT set_config('synchronous_commit', 'off', true) WHERE ${flagSql}::boolean`;
 }
 
+/**
+ * Writes a large value to the payload table once, in the same statement as the row that refers
+ * to it. Parameters $1..$4: hash (null for an inline value, which inserts nothing), body, size,
+ * created_at; the statement's own parameters start at $5.
+ */
 const PAYLOAD_CTE = `p AS (
   INSERT INTO cairn_payloads (hash, body, size, created_at)
   SELECT $1::text, $2::text, $3::int, $4::bigint WHERE $1::text IS NOT NULL
