@@ -157,7 +157,10 @@ export abstract class SqlStore<Tx> {
   }
 
   async nextWakeAt(appVersion: string | null): Promise<number | null> {
-    const [row] = await this.reader().all<{ w: number | null }>(this.sql.nextWake, [appVersion]);
+    const [row] =
+      appVersion === null
+        ? await this.reader().all<{ w: number | null }>(this.sql.nextWakeAnyVersion, [])
+        : await this.reader().all<{ w: number | null }>(this.sql.nextWake, [appVersion]);
     return row?.w ?? null;
   }
 

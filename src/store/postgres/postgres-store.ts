@@ -7,7 +7,8 @@ import { checkSchema, migrationScript, type MigrationSql } from "../migration-ru
 import { createdRunRow, toRunRow } from "../rows.js";
 import { fenced, runIdsOf, SqlStore } from "../sql-store.js";
 import { runAsync, type Request, type Script } from "../script.js";
-import { CLAIM_SET, claimable } from "../statements.js";
+import { claimable } from "../statements.js";
+import { claimStatement } from "./postgres-claim.js";
 import { batchDefers, deferralOf, Durability, type Deferral } from "../durability.js";
 import type {
   ClaimRequest,
@@ -437,24 +438,14 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
     ).rows;
     if (look?.alive !== true) return null;
     if (look.any !== true) return [];
-    // `me` renews the claimant's row and locks it: a peer removing it waits for this claim, or (if it
-    // went first) leaves `me` empty and nothing is claimed. A dead executor's runs are taken only if
-    // its heartbeat is still the one it was judged dead by. No row at all: null.
+    // One statement: renew our row, pick and take the runs (postgres-claim.ts). No row at all: null.
+    const allVersions = request.appVersion === null;
     const result = await retrying(() =>
       this.pool.query<Raw>({
-        name: "cairn_claim",
-        text: `WITH me AS (
-                 UPDATE cairn_executors SET heartbeat_at = GREATEST(heartbeat_at, $3) WHERE id = $1 RETURNING id
-               ), c AS (
-                 UPDATE cairn_runs SET ${CLAIM_SET}
-                 WHERE EXISTS (SELECT 1 FROM me) AND id IN (${(this.claimable ??= claimable(POSTGRES, this.heldRuns()))})
-                 RETURNING *)
-               SELECT me.id AS claimant, c.*, COALESCE(c.input, pi.body) AS input_text, COALESCE(c.output, po.body) AS output_text
-               FROM me
-               LEFT JOIN c ON true
-               LEFT JOIN cairn_payloads pi ON pi.hash = c.input_hash
-               LEFT JOIN cairn_payloads po ON po.hash = c.output_hash
-               ORDER BY c.created_at`,
+        name: allVersions ? "cairn_claim_all_versions" : "cairn_claim",
+        text: allVersions
+          ? (this.claimAllVersions ??= claimStatement(this.heldRuns(), true))
+          : (this.claimThisVersion ??= claimStatement(this.heldRuns(), false)),
         values,
       }),
     );
@@ -462,8 +453,9 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
     return result.rows.filter((r) => r.id !== null && r.id !== undefined).map(toRunRow);
   }
 
-  /** The claimable runs' query, built once the layers are registered (their `holdsRuns` are in it). */
-  private claimable: string | undefined;
+  /** The claim, built once the layers are registered (their `holdsRuns` are in it): for this version, for all. */
+  private claimThisVersion: string | undefined;
+  private claimAllVersions: string | undefined;
   /** The same, as the look's existence test (no order, no lock). */
   private claimableLook: string | undefined;
 
