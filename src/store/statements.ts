@@ -73,10 +73,7 @@ export function statements(d: SqlDialect) {
       `SELECT wake_at AS w FROM cairn_runs WHERE status = 'waiting' AND app_version = $1 AND wake_at IS NOT NULL
        ORDER BY wake_at LIMIT 1`,
     ),
-    nextWakeAnyVersion: s(
-      "next_wake_any_version",
-      `SELECT MIN(wake_at) AS w FROM cairn_runs WHERE status = 'waiting' AND wake_at IS NOT NULL`,
-    ),
+    nextWakeAnyVersion: s("next_wake_any_version", `SELECT MIN(wake_at) AS w FROM cairn_runs WHERE status = 'waiting' AND wake_at IS NOT NULL`),
     lostRuns: s(
       "lost_runs",
       `SELECT id FROM cairn_runs WHERE ${d.inSet("id", "$1")}
