@@ -20,23 +20,66 @@ export const CLAIM_SET = `recoveries = recoveries + (CASE WHEN status = 'running
 
 /**
  * The runs a claim may take ($1 executor, $2 app version or null, $3 now, $4 dead executors, $5
- * limit, $6 workflows): enqueued runs, due waiting runs, and running runs whose executor is gone or
- * judged dead on a heartbeat that has not moved since. Oldest first. `held`: predicates over
- * `cairn_runs` from the layers' `holdsRuns` hooks (extension.ts).
+ * limit, $6 workflows), as three branches, each taken in the order of an index:
+ *
+ * 1. `orphaned`: running runs whose executor is gone, or judged dead on a heartbeat that has not
+ *    moved since — work already under way that nobody runs — oldest first;
+ * 2. `due`: waiting runs whose timer fell due, earliest due first (the claim index, status,
+ *    app_version, wake_at, in its own order);
+ * 3. `fresh`: enqueued runs no layer holds (`held`: predicates over `cairn_runs` from the layers'
+ *    `holdsRuns` hooks, extension.ts — a queued run waits for its queue's dispatch), oldest first.
+ *
+ * A claim takes them in that order, each branch what the ones before it left of the limit (see
+ * `claimIds` and postgres-claim.ts). Why not one `ORDER BY created_at` over the OR of the three, as
+ * before: no index serves that order, so every claim read and sorted every candidate — with 10,000
+ * runs falling due at once, each of 20 claims sorted the thousands still due. Taken in branches, a
+ * claim reads the rows it takes. The order differs from one oldest-first only where runs of
+ * several branches compete for the last free slots: runs under way go before new ones (a run
+ * started now is younger than the ones already sleeping, so an order by age mostly said the
+ * same), and a backlog of timers drains in the order they fell due.
+ *
+ * `allVersions` ($2 is null): a separate statement, since an `$2 IS NULL OR app_version = $2` keeps
+ * the planner from walking the claim index in order.
  */
-export function claimable(d: SqlDialect, held: readonly string[] = [], forUpdate = true): string {
-  // An enqueued run a layer holds (a queued run waiting for its queue's dispatch) is not ours to take.
+export function claimBranches(d: SqlDialect, held: readonly string[], allVersions: boolean): Record<"orphaned" | "due" | "fresh", ClaimBranch> {
+  const ours = `${allVersions ? `${d.text("$2")} IS NULL` : "app_version = $2"} AND ${d.inList("workflow", "$6")}`;
   const free = held.length === 0 ? "" : ` AND NOT (${held.map((h) => `(${h})`).join(" OR ")})`;
-  return `SELECT id FROM cairn_runs
-    WHERE (${d.text("$2")} IS NULL OR app_version = $2) AND ${d.inList("workflow", "$6")} AND (
-      (status = 'enqueued'${free})
-      OR (status = 'waiting' AND wake_at IS NOT NULL AND wake_at <= $3)
-      OR (status = 'running' AND (executor_id IS NULL
-          OR executor_id IN (
-            SELECT e.id FROM cairn_executors e JOIN ${d.deadExecutorTable("$4")} d
-              ON e.id = d.id AND e.heartbeat_at = d.heartbeat_at)
-          OR executor_id NOT IN (SELECT id FROM cairn_executors))))
-    ${forUpdate ? `ORDER BY created_at LIMIT $5 ${d.forUpdateSkipLocked}` : "LIMIT $5"}`;
+  return {
+    orphaned: {
+      where: `${ours} AND status = 'running' AND (executor_id IS NULL
+        OR executor_id IN (
+          SELECT e.id FROM cairn_executors e JOIN ${d.deadExecutorTable("$4")} d
+            ON e.id = d.id AND e.heartbeat_at = d.heartbeat_at)
+        OR executor_id NOT IN (SELECT id FROM cairn_executors))`,
+      order: "created_at",
+    },
+    due: { where: `${ours} AND status = 'waiting' AND wake_at <= $3`, order: "wake_at" },
+    fresh: { where: `${ours} AND status = 'enqueued'${free}`, order: "created_at" },
+  };
+}
+
+/** One kind of claimable run: which rows of `cairn_runs`, and the column they are taken in the order of. */
+export interface ClaimBranch {
+  where: string;
+  order: string;
+}
+
+/** Whether any run is claimable (PostgreSQL's look before it claims): each branch stops at its first row. */
+export function anyClaimable(d: SqlDialect, held: readonly string[], allVersions: boolean): string {
+  const { orphaned, due, fresh } = claimBranches(d, held, allVersions);
+  return [orphaned, due, fresh].map((b) => `EXISTS (SELECT 1 FROM cairn_runs WHERE ${b.where})`).join(" OR ");
+}
+
+/**
+ * The ids a claim takes, without locking (SQLite, whose one writer is the claim's transaction): at
+ * most `$5`, the branches in their order, each read no further than `$5` rows.
+ */
+export function claimIds(d: SqlDialect, held: readonly string[], allVersions: boolean): string {
+  const { orphaned, due, fresh } = claimBranches(d, held, allVersions);
+  const ranked = (b: ClaimBranch, rank: number, alias: string) =>
+    `SELECT id, ${rank} AS branch, k FROM (SELECT id, ${b.order} AS k FROM cairn_runs WHERE ${b.where} ORDER BY ${b.order} LIMIT $5) ${alias}`;
+  return `SELECT id FROM (${ranked(orphaned, 0, "o")} UNION ALL ${ranked(due, 1, "w")} UNION ALL ${ranked(fresh, 2, "f")}) c
+    ORDER BY branch, k LIMIT $5`;
 }
 
 export function statements(d: SqlDialect) {

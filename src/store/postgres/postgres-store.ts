@@ -7,7 +7,7 @@ import { checkSchema, migrationScript, type MigrationSql } from "../migration-ru
 import { createdRunRow, toRunRow } from "../rows.js";
 import { fenced, runIdsOf, SqlStore } from "../sql-store.js";
 import { runAsync, type Request, type Script } from "../script.js";
-import { claimable } from "../statements.js";
+import { anyClaimable } from "../statements.js";
 import { claimStatement } from "./postgres-claim.js";
 import { batchDefers, deferralOf, Durability, type Deferral } from "../durability.js";
 import type {
@@ -426,12 +426,13 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
     // NOTIFY claims, one gets the run), and the claim's renewal of the claimant's row was a write
     // whose commit waited for a WAL flush, in every executor at every wake-up. A run that becomes
     // claimable after the look comes with its own NOTIFY, and the next pass takes it.
+    const allVersions = request.appVersion === null;
     const [look] = (
       await retrying(() =>
         this.pool.query<{ alive: boolean; any: boolean }>({
-          name: "cairn_claim_look",
+          name: allVersions ? "cairn_claim_look_all_versions" : "cairn_claim_look",
           text: `SELECT EXISTS (SELECT 1 FROM cairn_executors WHERE id = $1) AS alive,
-                   EXISTS (${(this.claimableLook ??= claimable(POSTGRES, this.heldRuns(), false))}) AS any`,
+                   $5::int > 0 AND (${allVersions ? (this.lookAllVersions ??= anyClaimable(POSTGRES, this.heldRuns(), true)) : (this.lookThisVersion ??= anyClaimable(POSTGRES, this.heldRuns(), false))}) AS any`,
           values,
         }),
       )
@@ -439,7 +440,6 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
     if (look?.alive !== true) return null;
     if (look.any !== true) return [];
     // One statement: renew our row, pick and take the runs (postgres-claim.ts). No row at all: null.
-    const allVersions = request.appVersion === null;
     const result = await retrying(() =>
       this.pool.query<Raw>({
         name: allVersions ? "cairn_claim_all_versions" : "cairn_claim",
@@ -456,8 +456,9 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
   /** The claim, built once the layers are registered (their `holdsRuns` are in it): for this version, for all. */
   private claimThisVersion: string | undefined;
   private claimAllVersions: string | undefined;
-  /** The same, as the look's existence test (no order, no lock). */
-  private claimableLook: string | undefined;
+  /** The look before it (whether any run is claimable), likewise. */
+  private lookThisVersion: string | undefined;
+  private lookAllVersions: string | undefined;
 
   protected async notifyWake(client: PoolClient): Promise<void> {
     await client.query(`NOTIFY ${WAKE_CHANNEL}`);

@@ -8,7 +8,7 @@ import { checkSchema, migrationScript, type MigrationSql } from "../migration-ru
 import { positionalPlaceholders, toRunRow } from "../rows.js";
 import { fenced, SqlStore } from "../sql-store.js";
 import { runSync, type Request, type Script } from "../script.js";
-import { CLAIM_SET, claimable } from "../statements.js";
+import { CLAIM_SET, claimIds } from "../statements.js";
 import { batchDefers, deferralOf, Durability, type Deferral } from "../durability.js";
 import type {
   ClaimRequest,
@@ -386,7 +386,7 @@ export class SqliteStore extends SqlStore<null> implements Store {
       this.db
         .transaction((): RunRow[] | null => {
           if (this.statements.all(EXECUTOR_EXISTS, [request.executorId]).length === 0) return null;
-          const claimed = this.statements.all<{ id: string }>(this.claimStatement(), [
+          const claimed = this.statements.all<{ id: string }>(this.claimStatement(request.appVersion === null), [
             request.executorId,
             request.appVersion,
             request.now,
@@ -403,11 +403,13 @@ export class SqliteStore extends SqlStore<null> implements Store {
   }
 
   /** The claim itself: the runs are chosen and taken in one statement (built once the layers are registered). */
-  private claimStatement(): string {
-    return (this.claimText ??= `UPDATE cairn_runs SET ${CLAIM_SET} WHERE id IN (${claimable(SQLITE, this.heldRuns())}) RETURNING id`);
+  private claimStatement(allVersions: boolean): string {
+    const build = () => `UPDATE cairn_runs SET ${CLAIM_SET} WHERE id IN (${claimIds(SQLITE, this.heldRuns(), allVersions)}) RETURNING id`;
+    return allVersions ? (this.claimAllVersions ??= build()) : (this.claimThisVersion ??= build());
   }
 
-  private claimText: string | undefined;
+  private claimThisVersion: string | undefined;
+  private claimAllVersions: string | undefined;
 
   protected async notifyWake(): Promise<void> {
     // Nobody listens on SQLite: executors in this process are poked by the layer, others poll.

@@ -1,0 +1,94 @@
+import Database from "better-sqlite3";
+import pg from "pg";
+import { describe, expect, it } from "vitest";
+import type { ClaimRequest, ExecutorRow } from "../../src/store/store.js";
+import { BACKENDS, type Backend } from "../backends.js";
+import { cairnFactory } from "../harness.js";
+import { storeOf } from "../../src/internal.js";
+
+/**
+ * The order a claim takes runs in (`claimBranches`, src/store/statements.ts): runs whose executor is
+ * gone (oldest first), then runs whose timer fell due (earliest due first, whatever their age), then
+ * started runs (oldest first) — the same on both backends, for a claim of this version and of all.
+ */
+describe.each(BACKENDS)("the order of a claim on $name", (backend) => {
+  const env = cairnFactory(backend);
+
+  it.each([
+    { versions: "this version", appVersion: "v1" as string | null },
+    { versions: "every version", appVersion: null },
+  ])("runs under way first, then due timers by due time, then new runs by age ($versions)", async ({ appVersion }) => {
+    const db = await env.database();
+    const client = env.cairn(db, { appVersion: "v1" });
+    const job = client.workflow("job", async () => "done");
+    const store = storeOf(client);
+    await store.migrate();
+    for (const id of ["fresh-old", "fresh-young", "due-late", "due-early", "due-later", "not-due", "orphan"]) await job.start(undefined, { id });
+    const t = Date.now();
+    // Ages and states set directly: the claim is what is under test, not how runs got here.
+    await write(backend, db, [
+      [`UPDATE cairn_runs SET created_at = $1 WHERE id = 'fresh-old'`, [t - 90]],
+      [`UPDATE cairn_runs SET created_at = $1 WHERE id = 'fresh-young'`, [t - 80]],
+      // The oldest waiting run falls due last: a claim by age would take it first.
+      [`UPDATE cairn_runs SET status = 'waiting', created_at = $1, wake_at = $2 WHERE id = 'due-later'`, [t - 200, t - 1]],
+      [`UPDATE cairn_runs SET status = 'waiting', created_at = $1, wake_at = $2 WHERE id = 'due-late'`, [t - 50, t - 10]],
+      [`UPDATE cairn_runs SET status = 'waiting', created_at = $1, wake_at = $2 WHERE id = 'due-early'`, [t - 40, t - 20]],
+      [`UPDATE cairn_runs SET status = 'waiting', created_at = $1, wake_at = $2 WHERE id = 'not-due'`, [t - 300, t + 60_000]],
+      // Running under an executor that has no row: nobody runs it. The youngest of all.
+      [`UPDATE cairn_runs SET status = 'running', executor_id = 'gone', created_at = $1 WHERE id = 'orphan'`, [t - 1]],
+    ]);
+    await store.registerExecutor(executor("a", t));
+    const claim = (limit: number): ClaimRequest => ({ executorId: "a", appVersion, now: t, deadExecutors: [], workflows: ["job"], limit });
+
+    // One at a time, the branches in their order.
+    const taken: string[] = [];
+    for (let i = 0; i < 4; i++) taken.push(...((await store.claimRuns(claim(1))) ?? []).map((r) => r.id));
+    expect(taken).toEqual(["orphan", "due-early", "due-late", "due-later"]);
+    // A limit that spans a branch's end takes the next branch's first, and nothing not yet due.
+    expect(((await store.claimRuns(claim(5))) ?? []).map((r) => r.id).sort()).toEqual(["fresh-old", "fresh-young"]);
+    expect(await store.claimRuns(claim(5))).toEqual([]);
+    expect((await store.getRun("not-due"))?.status).toBe("waiting");
+    const orphan = await store.getRun("orphan");
+    expect([orphan?.status, orphan?.executorId, orphan?.recoveries]).toEqual(["running", "a", 1]);
+  });
+
+  it("a claim for one version leaves another version's runs", async () => {
+    const db = await env.database();
+    const older = env.cairn(db, { appVersion: "v1" });
+    const olderJob = older.workflow("job", async () => "done");
+    await storeOf(older).migrate();
+    await olderJob.start(undefined, { id: "v1-run" });
+    const newer = env.cairn(db, { appVersion: "v2" });
+    await newer.workflow("job", async () => "done").start(undefined, { id: "v2-run" });
+    const store = storeOf(newer);
+    const t = Date.now();
+    await store.registerExecutor(executor("a", t));
+    const request = { executorId: "a", now: t, deadExecutors: [], workflows: ["job"], limit: 10 };
+    expect(((await store.claimRuns({ ...request, appVersion: "v2" })) ?? []).map((r) => r.id)).toEqual(["v2-run"]);
+    expect(((await store.claimRuns({ ...request, appVersion: null })) ?? []).map((r) => r.id)).toEqual(["v1-run"]);
+  });
+});
+
+function executor(id: string, heartbeatAt: number): ExecutorRow {
+  return { id, hostname: "elsewhere.invalid", pid: 1, backendPid: null, pidNamespace: null, appVersion: "v1", startedAt: heartbeatAt, heartbeatAt };
+}
+
+/** Plain SQL on a connection of its own (`$n` placeholders on both backends). */
+async function write(backend: Backend, database: string, statements: [string, unknown[]][]): Promise<void> {
+  if (backend.name === "sqlite") {
+    const db = new Database(database);
+    try {
+      for (const [text, params] of statements) db.prepare(text.replace(/\$\d+/g, "?")).run(...params); // each $n once, in order
+    } finally {
+      db.close();
+    }
+    return;
+  }
+  const client = new pg.Client({ connectionString: database });
+  await client.connect();
+  try {
+    for (const [text, params] of statements) await client.query(text, params);
+  } finally {
+    await client.end();
+  }
+}
