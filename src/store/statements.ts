@@ -20,23 +20,22 @@ export const CLAIM_SET = `recoveries = recoveries + (CASE WHEN status = 'running
 
 /**
  * The runs a claim may take ($1 executor, $2 app version or null, $3 now, $4 dead executors, $5
- * limit, $6 workflows), as three branches, each taken in the order of an index:
+ * limit, $6 workflows), as three branches:
  *
  * 1. `orphaned`: running runs whose executor is gone, or judged dead on a heartbeat that has not
  *    moved since — work already under way that nobody runs — oldest first;
- * 2. `due`: waiting runs whose timer fell due, earliest due first (the claim index, status,
- *    app_version, wake_at, in its own order);
+ * 2. `due`: waiting runs whose timer fell due, in the order they fell due (`wake_at`: the claim
+ *    index, status, app_version, wake_at, walked in its own order);
  * 3. `fresh`: enqueued runs no layer holds (`held`: predicates over `cairn_runs` from the layers'
  *    `holdsRuns` hooks, extension.ts — a queued run waits for its queue's dispatch), oldest first.
  *
- * A claim takes them in that order, each branch what the ones before it left of the limit (see
- * `claimIds` and postgres-claim.ts). Why not one `ORDER BY created_at` over the OR of the three, as
- * before: no index serves that order, so every claim read and sorted every candidate — with 10,000
- * runs falling due at once, each of 20 claims sorted the thousands still due. Taken in branches, a
- * claim reads the rows it takes. The order differs from one oldest-first only where runs of
- * several branches compete for the last free slots: runs under way go before new ones (a run
- * started now is younger than the ones already sleeping, so an order by age mostly said the
- * same), and a backlog of timers drains in the order they fell due.
+ * A claim takes orphaned runs first, then due and fresh runs together in the order they became
+ * claimable (a due run's `wake_at`, a fresh run's `created_at`): first come, first served, so a
+ * backlog of timers cannot starve new runs, nor new runs the timers. Each branch is read no further
+ * than the limit (see `claimIds` and postgres-claim.ts). Before, one `ORDER BY created_at` over the
+ * OR of the three read and sorted every candidate at each claim — with 10,000 runs falling due at
+ * once, each of 20 claims sorted the thousands still due — and served a run that had slept the
+ * longest first, not the one due the longest.
  *
  * `allVersions` ($2 is null): a separate statement, since an `$2 IS NULL OR app_version = $2` keeps
  * the planner from walking the claim index in order.
@@ -58,7 +57,7 @@ export function claimBranches(d: SqlDialect, held: readonly string[], allVersion
   };
 }
 
-/** One kind of claimable run: which rows of `cairn_runs`, and the column they are taken in the order of. */
+/** One kind of claimable run: which rows of `cairn_runs`, and the column it is taken in the order of (when it became claimable). */
 export interface ClaimBranch {
   where: string;
   order: string;
@@ -72,14 +71,15 @@ export function anyClaimable(d: SqlDialect, held: readonly string[], allVersions
 
 /**
  * The ids a claim takes, without locking (SQLite, whose one writer is the claim's transaction): at
- * most `$5`, the branches in their order, each read no further than `$5` rows.
+ * most `$5` — orphaned runs, then due and fresh runs by the time they became claimable — each branch
+ * read no further than `$5` rows.
  */
 export function claimIds(d: SqlDialect, held: readonly string[], allVersions: boolean): string {
   const { orphaned, due, fresh } = claimBranches(d, held, allVersions);
   const ranked = (b: ClaimBranch, rank: number, alias: string) =>
-    `SELECT id, ${rank} AS branch, k FROM (SELECT id, ${b.order} AS k FROM cairn_runs WHERE ${b.where} ORDER BY ${b.order} LIMIT $5) ${alias}`;
-  return `SELECT id FROM (${ranked(orphaned, 0, "o")} UNION ALL ${ranked(due, 1, "w")} UNION ALL ${ranked(fresh, 2, "f")}) c
-    ORDER BY branch, k LIMIT $5`;
+    `SELECT id, ${rank} AS rank, k FROM (SELECT id, ${b.order} AS k FROM cairn_runs WHERE ${b.where} ORDER BY ${b.order} LIMIT $5) ${alias}`;
+  return `SELECT id FROM (${ranked(orphaned, 0, "o")} UNION ALL ${ranked(due, 1, "w")} UNION ALL ${ranked(fresh, 1, "f")}) c
+    ORDER BY rank, k LIMIT $5`;
 }
 
 export function statements(d: SqlDialect) {

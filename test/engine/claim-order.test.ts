@@ -8,8 +8,9 @@ import { storeOf } from "../../src/internal.js";
 
 /**
  * The order a claim takes runs in (`claimBranches`, src/store/statements.ts): runs whose executor is
- * gone (oldest first), then runs whose timer fell due (earliest due first, whatever their age), then
- * started runs (oldest first) — the same on both backends, for a claim of this version and of all.
+ * gone first (oldest first), then due timers and started runs together, in the order they became
+ * claimable (a timer when it fell due, whatever the run's age; a started run when it was created) —
+ * the same on both backends, for a claim of this version and of all.
  */
 describe.each(BACKENDS)("the order of a claim on $name", (backend) => {
   const env = cairnFactory(backend);
@@ -17,39 +18,65 @@ describe.each(BACKENDS)("the order of a claim on $name", (backend) => {
   it.each([
     { versions: "this version", appVersion: "v1" as string | null },
     { versions: "every version", appVersion: null },
-  ])("runs under way first, then due timers by due time, then new runs by age ($versions)", async ({ appVersion }) => {
+  ])("runs under way first, then timers and new runs first come, first served ($versions)", async ({ appVersion }) => {
     const db = await env.database();
     const client = env.cairn(db, { appVersion: "v1" });
     const job = client.workflow("job", async () => "done");
     const store = storeOf(client);
     await store.migrate();
-    for (const id of ["fresh-old", "fresh-young", "due-late", "due-early", "due-later", "not-due", "orphan"]) await job.start(undefined, { id });
+    const ids = ["fresh-old", "fresh-young", "due-first", "due-late", "due-early", "due-later", "not-due", "orphan", "orphan-2"];
+    for (const id of ids) await job.start(undefined, { id });
     const t = Date.now();
     // Ages and states set directly: the claim is what is under test, not how runs got here.
     await write(backend, db, [
       [`UPDATE cairn_runs SET created_at = $1 WHERE id = 'fresh-old'`, [t - 90]],
       [`UPDATE cairn_runs SET created_at = $1 WHERE id = 'fresh-young'`, [t - 80]],
+      // Fell due before either new run was started: it goes first of the three.
+      [`UPDATE cairn_runs SET status = 'waiting', created_at = $1, wake_at = $2 WHERE id = 'due-first'`, [t - 30, t - 100]],
       // The oldest waiting run falls due last: a claim by age would take it first.
       [`UPDATE cairn_runs SET status = 'waiting', created_at = $1, wake_at = $2 WHERE id = 'due-later'`, [t - 200, t - 1]],
       [`UPDATE cairn_runs SET status = 'waiting', created_at = $1, wake_at = $2 WHERE id = 'due-late'`, [t - 50, t - 10]],
       [`UPDATE cairn_runs SET status = 'waiting', created_at = $1, wake_at = $2 WHERE id = 'due-early'`, [t - 40, t - 20]],
       [`UPDATE cairn_runs SET status = 'waiting', created_at = $1, wake_at = $2 WHERE id = 'not-due'`, [t - 300, t + 60_000]],
-      // Running under an executor that has no row: nobody runs it. The youngest of all.
-      [`UPDATE cairn_runs SET status = 'running', executor_id = 'gone', created_at = $1 WHERE id = 'orphan'`, [t - 1]],
+      // Running under an executor that has no row: nobody runs them. The youngest of all.
+      [`UPDATE cairn_runs SET status = 'running', executor_id = 'gone', created_at = $1 WHERE id = 'orphan'`, [t - 2]],
+      [`UPDATE cairn_runs SET status = 'running', executor_id = 'gone', created_at = $1 WHERE id = 'orphan-2'`, [t - 1]],
     ]);
     await store.registerExecutor(executor("a", t));
-    const claim = (limit: number): ClaimRequest => ({ executorId: "a", appVersion, now: t, deadExecutors: [], workflows: ["job"], limit });
+    const claim = async (limit: number): Promise<string[]> =>
+      ((await store.claimRuns({ executorId: "a", appVersion, now: t, deadExecutors: [], workflows: ["job"], limit })) ?? []).map((r) => r.id).sort();
 
-    // One at a time, the branches in their order.
+    // A claim spanning the branches: both orphans, then the first of the rest to become claimable.
+    expect(await claim(3)).toEqual(["due-first", "orphan", "orphan-2"]);
+    // Then one at a time: new runs and timers by when each became claimable.
     const taken: string[] = [];
-    for (let i = 0; i < 4; i++) taken.push(...((await store.claimRuns(claim(1))) ?? []).map((r) => r.id));
-    expect(taken).toEqual(["orphan", "due-early", "due-late", "due-later"]);
-    // A limit that spans a branch's end takes the next branch's first, and nothing not yet due.
-    expect(((await store.claimRuns(claim(5))) ?? []).map((r) => r.id).sort()).toEqual(["fresh-old", "fresh-young"]);
-    expect(await store.claimRuns(claim(5))).toEqual([]);
+    for (let i = 0; i < 5; i++) taken.push(...(await claim(1)));
+    expect(taken).toEqual(["fresh-old", "fresh-young", "due-early", "due-late", "due-later"]);
+    // Nothing not yet due.
+    expect(await claim(5)).toEqual([]);
     expect((await store.getRun("not-due"))?.status).toBe("waiting");
     const orphan = await store.getRun("orphan");
     expect([orphan?.status, orphan?.executorId, orphan?.recoveries]).toEqual(["running", "a", 1]);
+  });
+
+  it("a message to a run already due leaves its place in line", async () => {
+    const db = await env.database();
+    const client = env.cairn(db, { appVersion: "v1" });
+    const job = client.workflow("job", async () => "done");
+    const store = storeOf(client);
+    await store.migrate();
+    for (const id of ["due-long", "due-since"]) await job.start(undefined, { id });
+    const t = Date.now();
+    await write(backend, db, [
+      [`UPDATE cairn_runs SET status = 'waiting', wake_at = $1 WHERE id = 'due-long'`, [t - 100]],
+      [`UPDATE cairn_runs SET status = 'waiting', wake_at = $1 WHERE id = 'due-since'`, [t - 50]],
+    ]);
+    // Delivered after both fell due: it must not move "due-long" behind "due-since".
+    await client.send("due-long", "news", { at: t });
+    expect((await store.getRun("due-long"))?.wakeAt).toBe(t - 100);
+    await store.registerExecutor(executor("a", t));
+    const first = await store.claimRuns({ executorId: "a", appVersion: "v1", now: t + 1_000, deadExecutors: [], workflows: ["job"], limit: 1 });
+    expect(first?.map((r) => r.id)).toEqual(["due-long"]);
   });
 
   it("a claim for one version leaves another version's runs", async () => {

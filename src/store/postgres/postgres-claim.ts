@@ -3,9 +3,17 @@ import { CLAIM_SET, claimBranches } from "../statements.js";
 
 /**
  * PostgreSQL's claim ($1 executor, $2 app version or null, $3 now, $4 dead executors, $5 limit, $6
- * workflows): the branches of `claimBranches` (statements.ts) in their order, each taking what the
- * ones before it left of `$5` and locking exactly the rows it takes (`SKIP LOCKED`: executors
- * claiming at once take different runs), then one update of those rows, looked up by primary key.
+ * workflows): the branches of `claimBranches` (statements.ts) — orphaned runs first, then due and
+ * fresh runs by the time they became claimable — each read no further than what is left of `$5`
+ * and locking what it reads (`SKIP LOCKED`: executors claiming at once read different runs), then
+ * one update of the runs taken, looked up by primary key.
+ *
+ * Due and fresh runs are merged after they are locked, so a claim that finds both locks up to `$5`
+ * rows it does not take, until its statement commits (milliseconds). A peer claiming meanwhile
+ * skips them, as it skips the rows taken; they stay claimable, and this claim, having filled its
+ * free slots, claims again as its runs let go (Executor.saturated), while due ones keep every
+ * executor's timer at now (nextWakeAt). Locking only the merged winners would have every executor
+ * read the same candidates and all but one of them come back with nothing.
  *
  * `me` renews the claimant's row and locks it: a peer removing it waits for this claim, or (if it
  * went first) leaves `me` empty and nothing is locked or claimed. A dead executor's runs are taken
@@ -13,20 +21,24 @@ import { CLAIM_SET, claimBranches } from "../statements.js";
  */
 export function claimStatement(held: readonly string[], allVersions: boolean): string {
   const { orphaned, due, fresh } = claimBranches(POSTGRES, held, allVersions);
+  const left = "$5 - (SELECT count(*) FROM orphaned)";
   const branch = (b: { where: string; order: string }, limit: string) =>
-    `SELECT id FROM cairn_runs WHERE EXISTS (SELECT 1 FROM me) AND ${b.where}
+    `SELECT id, ${b.order} AS k FROM cairn_runs WHERE EXISTS (SELECT 1 FROM me) AND ${b.where}
       ORDER BY ${b.order} LIMIT ${limit} FOR UPDATE SKIP LOCKED`;
   return `WITH me AS (
       UPDATE cairn_executors SET heartbeat_at = GREATEST(heartbeat_at, $3) WHERE id = $1 RETURNING id
     ), orphaned AS (
       ${branch(orphaned, "$5")}
     ), due AS (
-      ${branch(due, "$5 - (SELECT count(*) FROM orphaned)")}
+      ${branch(due, left)}
     ), fresh AS (
-      ${branch(fresh, "$5 - (SELECT count(*) FROM orphaned) - (SELECT count(*) FROM due)")}
+      ${branch(fresh, left)}
+    ), taken AS (
+      SELECT id FROM orphaned
+      UNION ALL (SELECT id FROM (SELECT id, k FROM due UNION ALL SELECT id, k FROM fresh) ready ORDER BY k LIMIT ${left})
     ), c AS (
       UPDATE cairn_runs SET ${CLAIM_SET}
-      WHERE id = ANY(ARRAY(SELECT id FROM orphaned UNION ALL SELECT id FROM due UNION ALL SELECT id FROM fresh))
+      WHERE id = ANY(ARRAY(SELECT id FROM taken))
       RETURNING *)
     SELECT me.id AS claimant, c.*, COALESCE(c.input, pi.body) AS input_text, COALESCE(c.output, po.body) AS output_text
     FROM me

@@ -226,7 +226,7 @@ export class PostgresWrites {
                FROM x WHERE r.id = x.id RETURNING r.parent_id, x.at),
              w AS (
                UPDATE cairn_runs SET
-                 wake_at = CASE WHEN status = 'waiting' THEN d.at ELSE wake_at END,
+                 wake_at = CASE WHEN status = 'waiting' THEN LEAST(COALESCE(wake_at, d.at), d.at) ELSE wake_at END,
                  updated_at = CASE WHEN status = 'waiting' THEN d.at ELSE updated_at END
                FROM (SELECT parent_id, max(at) AS at FROM d WHERE parent_id IS NOT NULL GROUP BY parent_id) d
                WHERE cairn_runs.id = d.parent_id AND cairn_runs.id NOT IN (SELECT id FROM x)
@@ -577,16 +577,16 @@ export class PostgresWrites {
 
 /**
  * The ids in the list `runs`, and the parents of the runs in the list `finishing`, as an array
- * for `id = ANY(...)`: an InitPlan the planner cannot see into, so it always looks the ids up in
- * the primary key, in id order (which `FOR UPDATE` locks in, without a sort). (`id = ANY($1) OR id IN
- * (...)` could not use the index: every row of cairn_runs was compared with every id, and a batch of
- * 1,000 finishes took most of a second. `id IN (SELECT unnest(...) UNION ...)` was planned as a hash
- * join over a scan of the whole table once it held 10,000 runs: ~4 ms a batch of 512, and growing
- * with the table.)
+ * for `id = ANY(...)`: an InitPlan (as is the list of finishing runs inside it), which the planner
+ * looks up in the primary key whatever the lists' lengths, in id order (which `FOR UPDATE` then
+ * locks in, without a sort). (`id = ANY($1) OR id IN (...)` could not use the index: every row of
+ * cairn_runs was compared with every id, and a batch of 1,000 finishes took most of a second.
+ * `id IN (SELECT unnest(...) UNION ...)` was planned as a hash join over a scan of the whole table
+ * once it held 10,000 runs: ~4 ms a batch of 512, and growing with the table.)
  */
 function runsAndParents(runs: string, finishing: string): string {
   return `ARRAY(SELECT unnest(${runs}::text[]) UNION
-    SELECT p.parent_id FROM cairn_runs p WHERE p.id = ANY(${finishing}::text[]) AND p.parent_id IS NOT NULL)`;
+    SELECT p.parent_id FROM cairn_runs p WHERE p.id = ANY(ARRAY(SELECT unnest(${finishing}::text[]))) AND p.parent_id IS NOT NULL)`;
 }
 
 /**
@@ -616,11 +616,13 @@ function payloadValues(value: StoredValue | null, at: number): [string | null, s
 
 /**
  * Wakes the run `idSql` at `atSql` if it is waiting. It locks the row either way (the `CASE`),
- * so it waits for a run that is suspending right now and then sees it waiting.
+ * so it waits for a run that is suspending right now and then sees it waiting. A run already due
+ * keeps its earlier time: claims take due runs earliest first (statements.ts, claimBranches), and a
+ * run that kept getting messages would otherwise keep going to the back.
  */
 function wakeRun(idSql: string, atSql: string): string {
   return `UPDATE cairn_runs SET
-      wake_at = CASE WHEN status = 'waiting' THEN ${atSql}::bigint ELSE wake_at END,
+      wake_at = CASE WHEN status = 'waiting' THEN LEAST(COALESCE(wake_at, ${atSql}::bigint), ${atSql}::bigint) ELSE wake_at END,
       updated_at = CASE WHEN status = 'waiting' THEN ${atSql}::bigint ELSE updated_at END
     WHERE id = ${idSql}`;
 }
