@@ -72,7 +72,7 @@ export class SqliteWrites {
          VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
       ),
       // A run already due keeps its earlier time (see PostgreSQL's wakeRun). min() of a NULL is NULL: coalesce first.
-      wakeRun: db.prepare("UPDATE cairn_runs SET wake_at = min(coalesce(wake_at, ?1), ?1), updated_at = ?2 WHERE id = ?3 AND status = 'waiting'"),
+      wakeRun: db.prepare("UPDATE cairn_runs SET wake_at = min(coalesce(wake_at, ?1), ?1), updated_at = ?1 WHERE id = ?2 AND status = 'waiting'"),
       event: db.prepare(
         `INSERT INTO cairn_events (run_id, key, value, value_hash, updated_at) VALUES (?, ?, ?, ?, ?)
          ON CONFLICT (run_id, key) DO UPDATE SET value = excluded.value, value_hash = excluded.value_hash,
@@ -118,7 +118,7 @@ export class SqliteWrites {
         const [body, hash] = this.stored(m.body, m.createdAt);
         const position = m.createdAt * 1000 + (this.messagePosition++ % 1000);
         const inserted = this.s.message.run(m.id, m.runId, m.topic, body, hash, m.sender, position, m.createdAt).changes;
-        if (inserted > 0) this.s.wakeRun.run(numbered(m.createdAt, m.createdAt, m.runId));
+        if (inserted > 0) this.s.wakeRun.run(numbered(m.createdAt, m.runId));
         return;
       }
       case "event": {
