@@ -421,7 +421,7 @@ export class SqliteStore extends SqlStore<null> implements Store {
 
   async select<Row = Record<string, unknown>>(sql: string | Statement, params: unknown[] = []): Promise<Row[]> {
     const q = positionalPlaceholders(typeof sql === "string" ? sql : sql.text, params);
-    return this.statements.compiled(q.text).statement.all(...q.params) as Row[];
+    return this.statements.all<Row>(q.text, q.params);
   }
 
   async query(sql: string, params: unknown[] = []): Promise<QueryResult> {
