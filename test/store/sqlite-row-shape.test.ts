@@ -23,7 +23,7 @@ describe("SQLite rows built from arrays", () => {
     const statements = new SqliteStatements(db);
     const texts = [
       "SELECT * FROM t ORDER BY id",
-      "SELECT t.*, t.a + 1 AS a, b AS \"we\"\"ird\" FROM t WHERE id = $1",
+      'SELECT t.*, t.a + 1 AS a, b AS "we""ird" FROM t WHERE id = $1',
       "SELECT count(*) AS n FROM t WHERE a > $1",
       "SELECT id FROM t WHERE id = 'none'",
     ];
