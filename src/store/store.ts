@@ -166,6 +166,11 @@ export type WriteOp =
       output: StoredValue | null;
       error: string | null;
       at: number;
+      /**
+       * False when the run is known to have no parent (a run's parent never changes): the store
+       * need not look for a parent to wake. Absent: it looks.
+       */
+      hasParent?: boolean;
     }
   | { type: "suspend"; runId: string; wait: WaitCondition; at: number }
   /** Records when the workflow saw a step that was written earlier complete (a sleep's wake-up). */

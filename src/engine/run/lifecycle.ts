@@ -297,7 +297,8 @@ export abstract class RunLifecycle {
       durable >= deferred &&
       this.host.finishDefers?.(this.workflowName) === true;
     try {
-      const ops: WriteOp[] = [{ type: "finish", runId: this.runId, status, output, error, at: this.clock.now() }];
+      const finish = { type: "finish", runId: this.runId, status, output, error, at: this.clock.now(), hasParent: this.run.parentId !== null } as const;
+      const ops: WriteOp[] = [finish];
       await (defers ? this.commit(ops, REDERIVABLE) : this.commit(ops));
     } catch (failure) {
       this.letGo(failure instanceof FencedError ? "lost" : "store-error", failure);

@@ -129,7 +129,7 @@ export class SqliteWrites {
       case "finish": {
         const [output, hash] = this.stored(op.output, op.at);
         this.s.finish.run(op.status, output, hash, op.error, op.at, op.at, op.runId);
-        this.wakeParent(op.runId, op.at);
+        if (op.hasParent !== false) this.wakeParent(op.runId, op.at);
         return;
       }
       case "suspend":
