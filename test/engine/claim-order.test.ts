@@ -79,6 +79,53 @@ describe.each(BACKENDS)("the order of a claim on $name", (backend) => {
     expect(first?.map((r) => r.id)).toEqual(["due-long"]);
   });
 
+  it("claims racing from several executors take every claimable run exactly once", async () => {
+    // PostgreSQL: each branch locks what it reads (FOR UPDATE SKIP LOCKED) and a claim may lock rows
+    // it does not take until it commits (postgres-claim.ts): a racing claim skips those, and must
+    // neither take a run twice nor leave one behind for good. SQLite: claims take turns.
+    const db = await env.database();
+    const clients = ["a", "b", "c", "d"].map(() => env.cairn(db, { appVersion: "v1" }));
+    const job = clients[0]!.workflow("job", async () => "done");
+    for (const client of clients.slice(1)) client.workflow("job", async () => "done");
+    await storeOf(clients[0]!).migrate();
+    const t = Date.now();
+    const kinds = ["fresh", "due", "orphan"] as const;
+    const ids = kinds.flatMap((kind) => Array.from({ length: 60 }, (_, i) => `${kind}-${i}`));
+    await job.startMany(ids.map((id) => ({ input: undefined, options: { id } })));
+    await write(backend, db, [
+      [`UPDATE cairn_runs SET status = 'waiting', wake_at = created_at - 1000 + CAST(substr(id, 5) AS INTEGER) WHERE id LIKE 'due-%'`, []],
+      [`UPDATE cairn_runs SET status = 'running', executor_id = 'gone' WHERE id LIKE 'orphan-%'`, []],
+    ]);
+    const stores = clients.map((client) => storeOf(client));
+    const names = ["a", "b", "c", "d"];
+    for (const name of names) await stores[0]!.registerExecutor(executor(name, t));
+    const taken = new Map<string, string[]>(names.map((name) => [name, []]));
+    const claimer = async (i: number): Promise<void> => {
+      // Until a claim finds nothing twice in a row (a peer's lock may hide runs for a moment).
+      for (let empty = 0; empty < 2;) {
+        const rows =
+          (await stores[i]!.claimRuns({ executorId: names[i]!, appVersion: "v1", now: t + 1, deadExecutors: [], workflows: ["job"], limit: 7 })) ?? [];
+        taken.get(names[i]!)!.push(...rows.map((row) => row.id));
+        empty = rows.length === 0 ? empty + 1 : 0;
+      }
+    };
+    await Promise.all(names.map((_, i) => claimer(i)));
+    // Whatever a lock hid from every claimer at its last look is still claimable: one more claim takes it.
+    const rest = (await stores[0]!.claimRuns({ executorId: "a", appVersion: "v1", now: t + 1, deadExecutors: [], workflows: ["job"], limit: 1000 })) ?? [];
+    taken.get("a")!.push(...rest.map((row) => row.id));
+    const all = [...taken.values()].flat();
+    expect(all.length).toBe(ids.length);
+    expect(new Set(all)).toEqual(new Set(ids));
+    // Each run is held by the executor whose claim returned it, and counts a recovery only if it was an orphan.
+    const rows = await stores[0]!.getRuns(ids);
+    const holder = new Map([...taken].flatMap(([name, runIds]) => runIds.map((id) => [id, name] as const)));
+    for (const row of rows) {
+      expect([row.id, row.status, row.executorId]).toEqual([row.id, "running", holder.get(row.id)]);
+      expect([row.id, row.recoveries]).toEqual([row.id, row.id.startsWith("orphan-") ? 1 : 0]);
+    }
+    if (backend.name === "postgres") expect(names.filter((name) => taken.get(name)!.length > 0).length).toBeGreaterThan(1);
+  });
+
   it("a claim for one version leaves another version's runs", async () => {
     const db = await env.database();
     const older = env.cairn(db, { appVersion: "v1" });
