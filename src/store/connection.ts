@@ -37,7 +37,9 @@ export interface Compiled {
  * last one wins, as there). A statement's columns are known when it is prepared; should another
  * process add columns meanwhile (a newer version's migration: a `SELECT *` grows), SQLite prepares
  * the statement again, and a row of another width makes the shape read its columns again.
- * Cairn's migrations only add columns, never rename or drop one, so a width is enough to tell.
+ * Cairn's migrations only add columns, never rename or drop one, so a width is enough to tell; a
+ * migration that renamed a column, or dropped one and added another, would keep the width and go
+ * unseen by a process already running — such a change needs every executor restarted.
  */
 export class RowShape {
   private width = -1;
@@ -57,11 +59,29 @@ export class RowShape {
 
   private learn(): void {
     const names = this.statement.columns().map((column) => column.name);
-    // A computed key for `__proto__`: in a literal, `"__proto__": v` would set the prototype.
-    const fields = names.map((name, i) => `${name === "__proto__" ? `[${JSON.stringify(name)}]` : JSON.stringify(name)}: v[${i}]`);
-    this.build = new Function("v", `return { ${fields.join(", ")} };`) as (values: unknown[]) => Record<string, unknown>;
+    this.build = literalBuilder(names) ?? loopBuilder(names);
     this.width = names.length;
   }
+}
+
+/** One object literal of the columns' names (a computed key for `__proto__`, which a literal would take as the prototype). */
+function literalBuilder(names: string[]): ((values: unknown[]) => Record<string, unknown>) | null {
+  const fields = names.map((name, i) => `${name === "__proto__" ? `[${JSON.stringify(name)}]` : JSON.stringify(name)}: v[${i}]`);
+  try {
+    return new Function("v", `return { ${fields.join(", ")} };`) as (values: unknown[]) => Record<string, unknown>;
+  } catch {
+    // Code generation from strings is off (node --disallow-code-generation-from-strings): slower, the same rows.
+    return null;
+  }
+}
+
+function loopBuilder(names: string[]): (values: unknown[]) => Record<string, unknown> {
+  return (values) => {
+    const row: Record<string, unknown> = {};
+    for (let i = 0; i < names.length; i++)
+      Object.defineProperty(row, names[i]!, { value: values[i], writable: true, enumerable: true, configurable: true });
+    return row;
+  };
 }
 
 /**

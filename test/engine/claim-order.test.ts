@@ -88,17 +88,18 @@ describe.each(BACKENDS)("the order of a claim on $name", (backend) => {
     const job = clients[0]!.workflow("job", async () => "done");
     for (const client of clients.slice(1)) client.workflow("job", async () => "done");
     await storeOf(clients[0]!).migrate();
-    const t = Date.now();
     const kinds = ["fresh", "due", "orphan"] as const;
     const ids = kinds.flatMap((kind) => Array.from({ length: 60 }, (_, i) => `${kind}-${i}`));
     await job.startMany(ids.map((id) => ({ input: undefined, options: { id } })));
+    const t = Date.now();
     await write(backend, db, [
-      [`UPDATE cairn_runs SET status = 'waiting', wake_at = created_at - 1000 + CAST(substr(id, 5) AS INTEGER) WHERE id LIKE 'due-%'`, []],
+      [`UPDATE cairn_runs SET status = 'waiting', wake_at = CAST($1 AS BIGINT) + CAST(substr(id, 5) AS INTEGER) WHERE id LIKE 'due-%'`, [t - 1000]],
       [`UPDATE cairn_runs SET status = 'running', executor_id = 'gone' WHERE id LIKE 'orphan-%'`, []],
     ]);
     const stores = clients.map((client) => storeOf(client));
     const names = ["a", "b", "c", "d"];
-    for (const name of names) await stores[0]!.registerExecutor(executor(name, t));
+    // Each through its own store: every pool connected before the race, so none starts late.
+    for (const [i, name] of names.entries()) await stores[i]!.registerExecutor(executor(name, t));
     const taken = new Map<string, string[]>(names.map((name) => [name, []]));
     const claimer = async (i: number): Promise<void> => {
       // Until a claim finds nothing twice in a row (a peer's lock may hide runs for a moment).

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { RunNotFoundError } from "../../src/index.js";
+import { FencedError } from "../../src/errors.js";
 import { toStored } from "../../src/store/value/index.js";
 import type { MessageRecord, NewRun } from "../../src/store/store.js";
 import { BACKENDS } from "../backends.js";
@@ -165,10 +166,13 @@ describe.each(BACKENDS)("engine fixes from the ported peer suite on $name", (bac
         { type: "run", run: run("created") },
         { type: "message", message: message("m4", "created") },
       ]),
+      // Fenced (no executor holds "exists"): refused as ever, also when the group is written again.
+      store.commit({ runId: "exists", executorId: "nobody" }, [{ type: "message", message: message("m5", "exists") }]),
     ];
     const outcomes = await Promise.allSettled(grouped);
-    expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled", "rejected"]);
     expect((outcomes[1] as PromiseRejectedResult).reason).toBeInstanceOf(RunNotFoundError);
+    expect((outcomes[3] as PromiseRejectedResult).reason).toBeInstanceOf(FencedError);
     const ids = await store.select<{ id: string }>("SELECT id FROM cairn_messages ORDER BY id");
     expect(ids.map((r) => r.id)).toEqual(["m1", "m4"]); // m2 rolled back with m3
 

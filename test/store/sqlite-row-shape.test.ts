@@ -1,6 +1,6 @@
 import Database from "better-sqlite3";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { SqliteStatements } from "../../src/store/connection.js";
 import { scratchDir } from "../scratch.js";
 
@@ -11,9 +11,15 @@ import { scratchDir } from "../scratch.js";
  * it (another connection adds one: `SELECT *` grows) must read the new columns, not old names.
  */
 describe("SQLite rows built from arrays", () => {
+  const opened: Database.Database[] = [];
+  afterEach(() => {
+    for (const db of opened.splice(0)) db.close();
+  });
+
   function open(): { db: Database.Database; path: string } {
     const path = join(scratchDir("row-shape-"), "rows.db");
     const db = new Database(path);
+    opened.push(db);
     db.exec("CREATE TABLE t (id TEXT PRIMARY KEY, a INTEGER, b TEXT); INSERT INTO t VALUES ('x', 1, 'one'), ('y', 2, NULL)");
     return { db, path };
   }
@@ -26,8 +32,9 @@ describe("SQLite rows built from arrays", () => {
       'SELECT t.*, t.a + 1 AS a, b AS "we""ird" FROM t WHERE id = $1',
       "SELECT count(*) AS n FROM t WHERE a > $1",
       "SELECT id FROM t WHERE id = 'none'",
+      "SELECT id, 1, 'z' AS \"2\" FROM t ORDER BY id",
     ];
-    const params = [[], ["y"], [0], []];
+    const params = [[], ["y"], [0], [], []];
     texts.forEach((text, i) => {
       const expected = db.prepare(text.replace("$1", "?")).all(...params[i]!);
       const got = statements.all<Record<string, unknown>>(text, params[i]!);
@@ -37,7 +44,7 @@ describe("SQLite rows built from arrays", () => {
     expect(statements.all<Record<string, unknown>>(texts[1]!, ["y"])[0]!.a).toBe(3);
   });
 
-  it("keep a column named __proto__ as a value (better-sqlite3 would set the row's prototype)", () => {
+  it("keep a column named __proto__ as an own value, never the row's prototype", () => {
     const { db } = open();
     const row = new SqliteStatements(db).all<Record<string, unknown>>("SELECT id, 'p' AS __proto__ FROM t WHERE id = $1", ["x"])[0]!;
     expect(Object.getPrototypeOf(row)).toBe(Object.prototype);

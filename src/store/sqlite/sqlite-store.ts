@@ -160,6 +160,7 @@ export class SqliteStore extends SqlStore<null> implements Store {
         }
       });
     });
+    this.writeGroup = this.db.transaction((batch: PendingCommit[], outcomes: unknown[]) => this.writeGroupWithin(batch, outcomes));
     // Called inside the group commit's transaction, better-sqlite3 runs this as a savepoint.
     this.applyInSavepoint = this.db.transaction((ops: WriteOp[]) => {
       for (const op of ops) this.writes.apply(op);
@@ -173,19 +174,40 @@ export class SqliteStore extends SqlStore<null> implements Store {
    * batch is first written without them, and only when one of its commits broke is it undone and
    * written again with a savepoint per commit. A commit's writes are plain rows from its ops, so the
    * second pass writes what the first would have, and each commit either lands whole or fails alone.
-   * `immediate`: in a transaction of its own (else inside the caller's, as a savepoint).
+   * Both passes run inside one transaction (the first as a savepoint, undone by rolling back to
+   * it): the write lock is never let go between them, so no other process can write in between.
+   * `own`: in a transaction of its own (else inside the caller's).
    */
-  private writeBatch(batch: PendingCommit[], outcomes: unknown[], immediate: boolean): void {
-    const write = immediate ? this.applyBatch.immediate : this.applyBatch;
+  private writeBatch(batch: PendingCommit[], outcomes: unknown[], own: boolean): void {
+    // One commit has no other to spare: it fails or lands whole, in one plain transaction.
+    if (batch.length === 1) return this.unwrapBroke(() => (own ? this.applyBatch.immediate : this.applyBatch)(batch, outcomes, false));
+    if (own) return this.writeGroup.immediate(batch, outcomes);
+    this.writeGroupWithin(batch, outcomes);
+  }
+
+  /** Inside an open transaction: the batch without savepoints, then, if a commit broke, with one each. */
+  private writeGroupWithin(batch: PendingCommit[], outcomes: unknown[]): void {
     try {
-      write(batch, outcomes, false);
+      this.applyBatch(batch, outcomes, false);
     } catch (error) {
-      if (!(error instanceof CommitBroke)) throw error;
-      if (batch.length === 1) throw error.cause;
+      // SQLite itself may have rolled the whole transaction back (a full disk, an I/O error): then
+      // there is nothing to write again into, and the batch fails as a whole.
+      if (!(error instanceof CommitBroke) || !this.db.inTransaction) throw error instanceof CommitBroke ? error.cause : error;
       outcomes.fill(null);
-      write(batch, outcomes, true);
+      this.applyBatch(batch, outcomes, true);
     }
   }
+
+  private unwrapBroke(write: () => void): void {
+    try {
+      write();
+    } catch (error) {
+      throw error instanceof CommitBroke ? error.cause : error;
+    }
+  }
+
+  /** `writeGroupWithin` in a transaction of its own (made once, as `applyBatch`). */
+  private readonly writeGroup: Database.Transaction<(batch: PendingCommit[], outcomes: unknown[]) => void>;
 
   private readonly applyInSavepoint: (ops: WriteOp[]) => void;
   /**
@@ -452,6 +474,8 @@ export class SqliteStore extends SqlStore<null> implements Store {
 
   async select<Row = Record<string, unknown>>(sql: string | Statement, params: unknown[] = []): Promise<Row[]> {
     const q = positionalPlaceholders(typeof sql === "string" ? sql : sql.text, params);
+    // A read: a statement that returns no rows is refused, not run (better-sqlite3's all() refused it too).
+    if (this.statements.compiled(q.text).shape === null) throw new TypeError("select() reads: this statement returns no rows (use a write)");
     return this.statements.all<Row>(q.text, q.params);
   }
 
