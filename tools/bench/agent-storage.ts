@@ -34,6 +34,12 @@ import { median } from "./stats.js";
  * `putWrites` (serializing and committing); its `getTuple` at the start of each `invoke` (loading
  * the snapshot back) is not counted. Garbage-collection pauses inside either arm's checkpoint time
  * are measured and reported alongside (see `CheckpointTimer`).
+ *
+ * Both arms' scripted models answer in a later turn of the event loop (`answerAsIo`), as a
+ * provider's answer over the network does. Answered in the same turn, the conversation never
+ * yielded to the event loop except inside Cairn's commit hop, so V8's scheduled scavenges of the AI
+ * SDK's per-call garbage (its prompt validation allocates ~100 times what the record does) ran
+ * there, and were counted as Cairn's checkpoint time: 30–45 ms of its ~120 at 50 turns.
  */
 
 export interface AgentStorageSettings {
@@ -288,6 +294,16 @@ function expectCairnRows(db: Database.Database, turns: Turn[]): void {
   }
 }
 
+/**
+ * A model's answer arrives as I/O does: in a later turn of the event loop (a provider's response is
+ * read from a socket). Both arms' scripted models wait for it inside the model's own time, which
+ * neither arm's checkpoint time counts, so what V8 schedules for the next turn (a scavenge task)
+ * runs where it would with a real provider: while the model is being waited for.
+ */
+function answerAsIo(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
 /** An in-process model that answers each call with the conversation's next response, in order. */
 function scriptedModel(turns: Turn[]): { model: LanguageModelV3; lastCall: () => Span } {
   const usage = (input: number, output: number): LanguageModelV3GenerateResult["usage"] => ({
@@ -324,6 +340,7 @@ function scriptedModel(turns: Turn[]): { model: LanguageModelV3; lastCall: () =>
         const response = responses[next++];
         if (response === undefined) throw new Error("the scripted model ran out of responses");
         const copy = structuredClone(response);
+        await answerAsIo();
         last = [t0, performance.now()];
         return copy;
       },
@@ -403,7 +420,10 @@ export async function langGraphArm(turns: Turn[], synchronous: "FULL" | null): P
     const results = new Map(turns.flatMap((turn) => (turn.tool === null ? [] : [[turn.tool.callId, turn.tool.result] as const])));
     let next = 0;
     const graph = new StateGraph(MessagesAnnotation)
-      .addNode("agent", () => ({ messages: [answers[next++]!] }))
+      .addNode("agent", async () => {
+        await answerAsIo();
+        return { messages: [answers[next++]!] };
+      })
       .addNode("tools", (state) => {
         const last = state.messages.at(-1) as AIMessage;
         return {
