@@ -5,6 +5,7 @@
  *
  * - The runtime and store behind a `Cairn` (src/internal.ts): the benchmarks and the experiment
  *   read the journal and drive executors directly.
+ * - The SQLite WAL's write-out to its working size: the raw floors do what Cairn's store does.
  * - The line-marker channel: the experiment's workers report to their supervisor the way the
  *   demo's do.
  * - The CLI's argument parser, errors, table and styles: `npm run experiment` reads its options
@@ -12,6 +13,7 @@
  */
 
 export { runtimeOf, storeOf } from "../src/internal.js";
+export { presizeWal } from "../src/store/sqlite/wal-presize.js";
 export { markerChannel } from "../src/util/line-markers.js";
 export { integerOption, parseArgs, positionals, stringOption, type OptionSpec, type ParsedArgs } from "../src/cli/args.js";
 export { CliError, describeError } from "../src/cli/cli-error.js";

@@ -21,6 +21,8 @@ export interface FaultWorkerOptions {
   runs?: number;
   steps?: number;
   stepMs?: number;
+  /** Bytes each step's output carries on top of its number (distinct per step). */
+  stepBytes?: number;
   pollMs?: number;
   leaseMs?: number;
   maxRecovery?: number;
@@ -77,6 +79,7 @@ export function faultWorkers() {
         STEP_MS: String(options.stepMs ?? 10),
         POLL_MS: String(options.pollMs ?? 50),
       };
+      if (options.stepBytes !== undefined) env.STEP_BYTES = String(options.stepBytes);
       if (options.leaseMs !== undefined) env.LEASE_MS = String(options.leaseMs);
       if (options.maxRecovery !== undefined) env.MAX_RECOVERY = String(options.maxRecovery);
       if (options.poison !== undefined) env.POISON = options.poison;

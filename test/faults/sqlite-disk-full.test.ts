@@ -12,11 +12,17 @@ import { storeOf } from "../../src/internal.js";
  * after 5 refused writes, or left `running` under a live executor that never tried them again.
  * Now a run whose writes are refused for a transient reason (SQLITE_FULL) waits with backoff and
  * goes on when space returns: every run succeeds, none fails, none is orphaned.
+ *
+ * The store writes its WAL out to its working size when it opens (src/store/sqlite/wal-presize.ts),
+ * so commits go on into that room for a while after the disk is full. The steps carry enough
+ * bytes that the room runs out while the disk stays full, and the outage reaches the writes.
  */
 
 const RUNS = 10;
 const STEPS = 40;
 const FULL_FOR_MS = 2_500;
+/** ~20 KB of WAL a step's commit: the presized WAL's ~5 MB hold ~250 of the 320 steps after the fill. */
+const STEP_BYTES = 8 * 1024;
 
 function mountTmpfs(dir: string, size: string): boolean {
   mkdirSync(dir, { recursive: true });
@@ -52,11 +58,11 @@ describe.skipIf(!canMount)("SQLite on a tmpfs that fills while runs are in fligh
   it("every run completes after space returns: none failed, none orphaned", async () => {
     const root = scratchDir("tmpfs");
     const mnt = join(root, "mnt");
-    expect(mountTmpfs(mnt, "8m")).toBe(true);
+    expect(mountTmpfs(mnt, "24m")).toBe(true);
     mounts.push(mnt);
     const database = join(mnt, "cairn.db");
     const ledger = join(root, "ledger.txt");
-    const worker = workers.spawn({ database, ledger, prefix: "disk", runs: RUNS, steps: STEPS, stepMs: 10, pollMs: 50 });
+    const worker = workers.spawn({ database, ledger, prefix: "disk", runs: RUNS, steps: STEPS, stepMs: 10, stepBytes: STEP_BYTES, pollMs: 50 });
     await worker.line(/^launched /);
     worker.send("start 1");
     await worker.line(/^started 1$/);

@@ -253,7 +253,7 @@ export async function cairnArm(turns: Turn[], synchronous?: "NORMAL", deferModel
     });
     await cairn.launch();
     reader = new Database(scratch.database);
-    const emptyFileBytes = checkpointedSize(reader, scratch.database);
+    const emptyFileBytes = await emptyCairnSize();
     const begin = performance.now();
     await (await wf.start(turns.length, { id: "conversation" })).result();
     const runMs = performance.now() - begin;
@@ -280,6 +280,30 @@ export async function cairnArm(turns: Turn[], synchronous?: "NORMAL", deferModel
     reader?.close();
     await scratch.dispose();
     if (errors.length > 0) throw new Error(`Cairn reported ${errors.length} background error(s) during the benchmark`, { cause: errors[0] });
+  }
+}
+
+/**
+ * Cairn's schema alone, in a file of its own: what its database weighs with no rows. Measured
+ * apart, as LangGraph's is, because `wal_checkpoint(TRUNCATE)` on the arm's own file would cut
+ * the WAL the store wrote out to its working size when it opened (wal-presize.ts), and the
+ * conversation's commits would grow it again: a cost no long-running process pays.
+ */
+async function emptyCairnSize(): Promise<number> {
+  const scratch = scratchSqlite();
+  const cairn = new Cairn({ database: scratch.database });
+  try {
+    await cairn.launch();
+    await cairn.shutdown();
+    const db = new Database(scratch.database);
+    try {
+      return checkpointedSize(db, scratch.database);
+    } finally {
+      db.close();
+    }
+  } finally {
+    await cairn.shutdown();
+    await scratch.dispose();
   }
 }
 

@@ -30,6 +30,7 @@ import { sqliteOperatorQuery } from "./sqlite-operator-query.js";
 /** The claim's fence inside an immediate transaction (one writer: the row cannot go before the commit). */
 const EXECUTOR_EXISTS = "SELECT 1 AS ok FROM cairn_executors WHERE id = $1";
 import { SqliteWrites } from "./sqlite-writes.js";
+import { presizeWal } from "./wal-presize.js";
 
 /** Whether a write ends or unloads a run, freeing its executor's slot (see `claimOnRelease`). */
 function releasesRun(op: WriteOp): op is Extract<WriteOp, { type: "finish" | "suspend" }> {
@@ -105,6 +106,7 @@ export class SqliteStore extends SqlStore<null> implements Store {
    * waits for an fsync, and there is nothing to defer.
    */
   private readonly deferrable: boolean;
+  private readonly presizesWal: boolean;
   private readonly synchronousNormal: Database.Statement | null = null;
   private readonly synchronousRestore: Database.Statement | null = null;
 
@@ -132,6 +134,9 @@ export class SqliteStore extends SqlStore<null> implements Store {
     // back to FULL at once, so every other write here still fsyncs — and the next commit at FULL
     // fsyncs the whole WAL file, the deferred frames with it.
     this.deferrable = !options.readonly && (options.synchronous ?? "FULL") === "FULL";
+    // Only commits that fsync pay for growing the WAL file (wal-presize.ts); a database in memory
+    // or named by a URI has no WAL file of that name.
+    this.presizesWal = this.deferrable && path !== "" && path !== ":memory:" && !path.startsWith("file:");
     if (this.deferrable) {
       this.synchronousNormal = this.db.prepare("PRAGMA synchronous = NORMAL");
       this.synchronousRestore = this.db.prepare("PRAGMA synchronous = FULL");
@@ -219,6 +224,7 @@ export class SqliteStore extends SqlStore<null> implements Store {
   async migrate(): Promise<void> {
     await this.transact(() => migrationScript(this.layers, Date.now));
     this.writes.prepare();
+    if (this.presizesWal) await this.lock.run(() => presizeWal(this.db, this.path));
   }
 
   async assertCairnDatabase(): Promise<void> {
