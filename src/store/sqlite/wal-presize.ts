@@ -13,14 +13,13 @@ const ZEROS = Buffer.alloc(1 << 20);
  * blocks the file already has instead of growing it.
  *
  * Why: a commit that appends to the WAL changes the file's size, so its fsync must also commit the
- * file system's metadata (on ext4, a journal commit). Measured here
- * (`.tmp/scratch/datasync.cjs`-style micro: one fsync'd commit of a few pages), 335–375 µs into a
- * growing WAL against 213–222 µs into one already that long. SQLite writes the WAL from its start
- * again after a checkpoint and never shortens it (journal_size_limit is -1), so a long-lived
- * database pays this only while its WAL first grows — but SQLite deletes the WAL when the last
- * connection closes, so every process that opens the file starts with an empty one, and its
- * first ~1,000 pages of commits (the autocheckpoint interval) all append: an agent's 50-turn
- * conversation (~800 pages) never leaves that state.
+ * file system's metadata (on ext4, a journal commit). Measured here (tools/bench/wal-growth.ts:
+ * fsync'd commits of a few pages, p50), 289–297 µs into a growing WAL against 164–173 µs into one
+ * written out. SQLite writes the WAL from its start again after a checkpoint and never shortens
+ * it (journal_size_limit is -1), so a long-lived database pays this only while its WAL first
+ * grows — but SQLite deletes the WAL when the last connection closes, so every process that opens
+ * the file starts with an empty one, and its first ~1,000 pages of commits (the autocheckpoint
+ * interval) all append: an agent's 50-turn conversation (~800 pages) never leaves that state.
  *
  * Target: `wal_autocheckpoint` × (page size + frame header) × 1.25, ~5 MiB by default; nothing
  * when autocheckpoint is off (the WAL has no working size) or the file is that long already.
