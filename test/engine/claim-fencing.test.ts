@@ -72,13 +72,16 @@ describe.each(BACKENDS)("claims fenced by the executor's row on $name", (backend
     // Another connection's data_version changes whenever some other connection commits a change.
     // (Not the WAL file's size: the store writes it out to its working size when it opens.)
     const observer = new Database(db, { readonly: true });
-    const dataVersion = (): number => Number(observer.pragma("data_version", { simple: true }));
-    const before = dataVersion();
-    expect(await store.claimRuns(claim("a", t + 1_000))).toEqual([]);
-    expect(dataVersion()).toBe(before);
-    await store.registerExecutor(executor("c", t));
-    expect(dataVersion()).not.toBe(before); // the observer does see a commit
-    observer.close();
+    try {
+      const dataVersion = (): number => Number(observer.pragma("data_version", { simple: true }));
+      const before = dataVersion();
+      expect(await store.claimRuns(claim("a", t + 1_000))).toEqual([]);
+      expect(dataVersion()).toBe(before);
+      await store.registerExecutor(executor("c", t));
+      expect(dataVersion()).not.toBe(before); // the observer does see a commit
+    } finally {
+      observer.close();
+    }
     expect((await store.listExecutors()).find((e) => e.id === "a")?.heartbeatAt).toBe(t);
 
     await job.start(undefined, { id: "job-1" });

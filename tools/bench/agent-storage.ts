@@ -251,9 +251,10 @@ export async function cairnArm(turns: Turn[], synchronous?: "NORMAL", deferModel
       }
       return turns.length;
     });
+    // Before the arm's own store opens: it writes and deletes a file of its own.
+    const emptyFileBytes = await emptyCairnSize();
     await cairn.launch();
     reader = new Database(scratch.database);
-    const emptyFileBytes = await emptyCairnSize();
     const begin = performance.now();
     await (await wf.start(turns.length, { id: "conversation" })).result();
     const runMs = performance.now() - begin;

@@ -40,7 +40,7 @@ export function rawSqliteSequential(path: string, rows: number, durable = true):
     // As Cairn's store does when it opens: commits then write into the WAL file's blocks instead
     // of growing it, whose fsync costs a file-system journal commit more. The floor is the best
     // the database does.
-    if (durable) presizeWal(db, path);
+    if (durable) presizeWal(db);
     const insert = db.prepare("INSERT INTO journal (run_id, seq, name, output, ts) VALUES (?, ?, ?, ?, ?)");
     const latenciesUs: number[] = [];
     const begin = performance.now();

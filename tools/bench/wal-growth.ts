@@ -34,7 +34,7 @@ function commitTimes(arm: Arm, commits: number): number[] {
       insertA.run(`a-${n}`, blob);
       insertB.run(`b-${n}`, `h-${n}`, blob);
     });
-    if (arm === "written out") presizeWal(db, scratch.database);
+    if (arm === "written out") presizeWal(db);
     if (arm === "reused") {
       for (let i = 0; i < commits; i++) commit.immediate();
       db.pragma("wal_checkpoint(RESTART)");

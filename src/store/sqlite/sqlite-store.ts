@@ -134,9 +134,9 @@ export class SqliteStore extends SqlStore<null> implements Store {
     // back to FULL at once, so every other write here still fsyncs — and the next commit at FULL
     // fsyncs the whole WAL file, the deferred frames with it.
     this.deferrable = !options.readonly && (options.synchronous ?? "FULL") === "FULL";
-    // Only commits that fsync pay for growing the WAL file (wal-presize.ts); a database in memory
-    // or named by a URI has no WAL file of that name.
-    this.presizesWal = this.deferrable && path !== "" && path !== ":memory:" && !path.startsWith("file:");
+    // Only commits that fsync pay for growing the WAL file (wal-presize.ts, which also leaves
+    // databases without a WAL file alone).
+    this.presizesWal = this.deferrable;
     if (this.deferrable) {
       this.synchronousNormal = this.db.prepare("PRAGMA synchronous = NORMAL");
       this.synchronousRestore = this.db.prepare("PRAGMA synchronous = FULL");
@@ -224,7 +224,7 @@ export class SqliteStore extends SqlStore<null> implements Store {
   async migrate(): Promise<void> {
     await this.transact(() => migrationScript(this.layers, Date.now));
     this.writes.prepare();
-    if (this.presizesWal) await this.lock.run(() => presizeWal(this.db, this.path));
+    if (this.presizesWal) await this.lock.run(() => presizeWal(this.db));
   }
 
   async assertCairnDatabase(): Promise<void> {
