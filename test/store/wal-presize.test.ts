@@ -39,6 +39,14 @@ describe("the SQLite WAL written out to its working size", () => {
     }
   }
 
+  /** What a crash leaves on disk: the database and its WAL copied as they are, to a folder of their own. */
+  function crashImage(database: string): string {
+    const image = join(scratchDir("wal-presize-image-"), "cairn.db");
+    copyFileSync(database, image);
+    copyFileSync(`${database}-wal`, `${image}-wal`);
+    return image;
+  }
+
   it("is written when the store opens, and commits land inside it", async () => {
     const database = join(scratchDir("wal-presize-"), "cairn.db");
     const { steps } = await launched(database);
@@ -49,9 +57,7 @@ describe("the SQLite WAL written out to its working size", () => {
     // What a crash leaves: the database and its WAL as they are on disk (every commit fsynced),
     // opened by a connection that never saw the store. Recovery must read the frames written and
     // stop at the zeros after them.
-    const image = join(scratchDir("wal-presize-image-"), "cairn.db");
-    copyFileSync(database, image);
-    copyFileSync(`${database}-wal`, `${image}-wal`);
+    const image = crashImage(database);
     expect(read<{ n: number }>(image, "SELECT count(*) AS n FROM cairn_steps WHERE run_id = 'forty' AND kind = 'step'").n).toBe(40);
     expect(read<{ status: string }>(image, "SELECT status FROM cairn_runs WHERE id = 'forty'").status).toBe("succeeded");
     expect(read<{ integrity_check: string }>(image, "PRAGMA integrity_check").integrity_check).toBe("ok");
@@ -101,9 +107,7 @@ describe("the SQLite WAL written out to its working size", () => {
       const second = await launched(database);
       expect(statSync(`${database}-wal`).size).toBe(WORKING_SIZE);
       expect(await (await second.steps.start(3, { id: "after" })).result()).toBe(3);
-      const image = join(scratchDir("wal-presize-image-"), "cairn.db");
-      copyFileSync(database, image);
-      copyFileSync(`${database}-wal`, `${image}-wal`);
+      const image = crashImage(database);
       expect(read<{ n: number }>(image, "SELECT count(*) AS n FROM cairn_runs WHERE status = 'succeeded'").n).toBe(2);
       expect(read<{ k: string }>(image, "SELECT k FROM outside").k).toBe("committed before the zeros");
       expect(read<{ integrity_check: string }>(image, "PRAGMA integrity_check").integrity_check).toBe("ok");

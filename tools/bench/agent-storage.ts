@@ -292,10 +292,13 @@ export async function cairnArm(turns: Turn[], synchronous?: "NORMAL", deferModel
  */
 async function emptyCairnSize(): Promise<number> {
   const scratch = scratchSqlite();
-  const cairn = new Cairn({ database: scratch.database });
   try {
-    await cairn.launch();
-    await cairn.shutdown();
+    const cairn = new Cairn({ database: scratch.database });
+    try {
+      await cairn.launch();
+    } finally {
+      await cairn.shutdown();
+    }
     const db = new Database(scratch.database);
     try {
       return checkpointedSize(db, scratch.database);
@@ -303,7 +306,6 @@ async function emptyCairnSize(): Promise<number> {
       db.close();
     }
   } finally {
-    await cairn.shutdown();
     await scratch.dispose();
   }
 }

@@ -106,7 +106,6 @@ export class SqliteStore extends SqlStore<null> implements Store {
    * waits for an fsync, and there is nothing to defer.
    */
   private readonly deferrable: boolean;
-  private readonly presizesWal: boolean;
   private readonly synchronousNormal: Database.Statement | null = null;
   private readonly synchronousRestore: Database.Statement | null = null;
 
@@ -134,9 +133,6 @@ export class SqliteStore extends SqlStore<null> implements Store {
     // back to FULL at once, so every other write here still fsyncs — and the next commit at FULL
     // fsyncs the whole WAL file, the deferred frames with it.
     this.deferrable = !options.readonly && (options.synchronous ?? "FULL") === "FULL";
-    // Only commits that fsync pay for growing the WAL file (wal-presize.ts, which also leaves
-    // databases without a WAL file alone).
-    this.presizesWal = this.deferrable;
     if (this.deferrable) {
       this.synchronousNormal = this.db.prepare("PRAGMA synchronous = NORMAL");
       this.synchronousRestore = this.db.prepare("PRAGMA synchronous = FULL");
@@ -224,7 +220,9 @@ export class SqliteStore extends SqlStore<null> implements Store {
   async migrate(): Promise<void> {
     await this.transact(() => migrationScript(this.layers, Date.now));
     this.writes.prepare();
-    if (this.presizesWal) await this.lock.run(() => presizeWal(this.db));
+    // Only a store whose commits fsync (the one that can defer) pays for growing the WAL file
+    // (wal-presize.ts, which also leaves databases without a WAL file alone).
+    if (this.deferrable) await this.lock.run(() => presizeWal(this.db));
   }
 
   async assertCairnDatabase(): Promise<void> {
