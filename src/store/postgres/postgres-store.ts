@@ -29,6 +29,7 @@ import { postgresOperatorQuery } from "./postgres-operator-query.js";
 import { HeldClient } from "./held-client.js";
 import { PostgresSession } from "./postgres-session.js";
 import { PostgresWrites, WAKE_CHANNEL } from "./postgres-writes.js";
+import { StatementClient } from "./statement-client.js";
 
 export interface PostgresStoreOptions {
   /** Connections in the pool (default 10). A transactional step holds one for its whole body. */
@@ -101,6 +102,7 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
   ) {
     super(POSTGRES);
     this.pool = new pg.Pool({
+      Client: StatementClient,
       connectionString: url,
       max: options.poolSize ?? 10,
       types: TYPES,

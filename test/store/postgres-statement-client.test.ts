@@ -1,0 +1,73 @@
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BACKENDS } from "../backends.js";
+import { StatementClient } from "../../src/store/postgres/statement-client.js";
+
+// PostgreSQL only: the client class the store's pool is made with (statement-client.ts).
+const postgres = BACKENDS.find((backend) => backend.name === "postgres");
+
+describe.skipIf(postgres === undefined)("StatementClient (PostgreSQL)", () => {
+  let pool: pg.Pool;
+
+  beforeAll(async () => {
+    pool = new pg.Pool({ Client: StatementClient, connectionString: await postgres!.freshDatabase(), max: 2 });
+    await pool.query("CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)");
+  });
+
+  afterAll(async () => {
+    await pool.end();
+  });
+
+  it("sends a named statement once prepared, and its values each time, on a held client and through the pool", async () => {
+    const client = await pool.connect();
+    try {
+      for (const id of [1, 2, 3]) {
+        const inserted = await client.query({ name: "t_insert", text: "INSERT INTO t (id, body) VALUES ($1, $2) RETURNING id, body", values: [id, `b${id}`] });
+        expect(inserted.rows).toEqual([{ id, body: `b${id}` }]);
+        expect(inserted.rowCount).toBe(1);
+      }
+      // Prepared in this session under its name: the server lists it.
+      const prepared = await client.query({ text: "SELECT name FROM pg_prepared_statements WHERE name = $1", values: ["t_insert"] });
+      expect(prepared.rows).toEqual([{ name: "t_insert" }]);
+      // Values given beside the config, as pg allows.
+      const read = await client.query({ name: "t_read", text: "SELECT body FROM t WHERE id = $1" }, [2]);
+      expect(read.rows).toEqual([{ body: "b2" }]);
+    } finally {
+      client.release();
+    }
+    // pool.query passes a callback to its client: the plain path takes that style too.
+    const counted = await pool.query({ name: "t_count", text: "SELECT count(*)::int AS n FROM t WHERE id > $1", values: [0] });
+    expect(counted.rows).toEqual([{ n: 3 }]);
+  });
+
+  it("rejects with the server's error, SQLSTATE and all, and the connection goes on", async () => {
+    const client = await pool.connect();
+    try {
+      const failing = client.query({ name: "t_insert_again", text: "INSERT INTO t (id, body) VALUES ($1, $2)", values: [1, "again"] });
+      await expect(failing).rejects.toMatchObject({ code: "23505", constraint: "t_pkey" });
+      await expect(failing).rejects.toBeInstanceOf(Error);
+      const still = await client.query({ name: "t_read", text: "SELECT body FROM t WHERE id = $1", values: [1] });
+      expect(still.rows).toEqual([{ body: "b1" }]);
+    } finally {
+      client.release();
+    }
+  });
+
+  it("leaves any other config to pg: row mode, a string with values, a callback", async () => {
+    const arrays = await pool.query({ text: "SELECT id, body FROM t WHERE id = $1", values: [3], rowMode: "array" });
+    expect(arrays.rows).toEqual([[3, "b3"]]);
+    const text = await pool.query("SELECT body FROM t WHERE id = $1", [1]);
+    expect(text.rows).toEqual([{ body: "b1" }]);
+    const client = await pool.connect();
+    try {
+      const viaCallback = await new Promise<pg.QueryResult>((resolve, reject) =>
+        client.query({ text: "SELECT count(*)::int AS n FROM t", values: [] }, (error: Error | undefined, result: pg.QueryResult) =>
+          error ? reject(error) : resolve(result),
+        ),
+      );
+      expect(viaCallback.rows).toEqual([{ n: 3 }]);
+    } finally {
+      client.release();
+    }
+  });
+});
