@@ -2,6 +2,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BACKENDS } from "../backends.js";
 import { StatementClient } from "../../src/store/postgres/statement-client.js";
+import { arrayLiteral } from "../../src/store/postgres/array-literal.js";
 
 // PostgreSQL only: the client class the store's pool is made with (statement-client.ts).
 const postgres = BACKENDS.find((backend) => backend.name === "postgres");
@@ -51,6 +52,47 @@ describe.skipIf(postgres === undefined)("StatementClient (PostgreSQL)", () => {
     } finally {
       client.release();
     }
+  });
+
+  it("sends arrays of strings, numbers, booleans and nulls as literals that read back the same", async () => {
+    const texts = [
+      "run-1",
+      "7f1c2b9e-8a51-4c1e-9d0e-3f2a1b4c5d6e",
+      "",
+      "NULL",
+      "null",
+      " padded ",
+      'a "quoted" word',
+      "back\\slash\\",
+      "{braces},commas",
+      "tab\tnew\nline",
+      "ünïcödé ✓",
+      '{"json":[1,2],"s":"x\\"y"}',
+      "1e+21",
+      null,
+      undefined,
+    ];
+    const read = await pool.query({ name: "t_texts", text: "SELECT v FROM unnest($1::text[]) WITH ORDINALITY AS u(v, i) ORDER BY i", values: [texts] });
+    expect(read.rows.map((r: { v: string | null }) => r.v)).toEqual(texts.map((t) => t ?? null));
+    const numbers = [0, -5, 2147483647, null, 42];
+    const ints = await pool.query({ name: "t_ints", text: "SELECT v FROM unnest($1::int[]) WITH ORDINALITY AS u(v, i) ORDER BY i", values: [numbers] });
+    expect(ints.rows.map((r: { v: number | null }) => r.v)).toEqual(numbers);
+    const big = [Date.now(), -1, 9007199254740991];
+    const bigints = await pool.query({ name: "t_bigints", text: "SELECT v::text AS v FROM unnest($1::bigint[]) WITH ORDINALITY AS u(v, i) ORDER BY i", values: [big] });
+    expect(bigints.rows.map((r: { v: string }) => r.v)).toEqual(big.map(String));
+    const flags = await pool.query({ name: "t_flags", text: "SELECT v FROM unnest($1::boolean[]) WITH ORDINALITY AS u(v, i) ORDER BY i", values: [[true, false, null]] });
+    expect(flags.rows.map((r: { v: boolean | null }) => r.v)).toEqual([true, false, null]);
+    const empty = await pool.query({ name: "t_empty", text: "SELECT cardinality($1::text[]) AS n", values: [[]] });
+    expect(empty.rows).toEqual([{ n: 0 }]);
+  });
+
+  it("leaves arrays it does not make to pg: nested, of dates, of objects", async () => {
+    expect(arrayLiteral(["a", 1, null])).toBe('{a,1,NULL}');
+    expect(arrayLiteral([[1, 2]])).toBeNull();
+    expect(arrayLiteral([new Date(0)])).toBeNull();
+    expect(arrayLiteral([{ a: 1 }])).toBeNull();
+    const nested = await pool.query({ name: "t_nested", text: "SELECT $1::int[] AS v", values: [[[1, 2], [3, 4]]] });
+    expect(nested.rows).toEqual([{ v: [[1, 2], [3, 4]] }]);
   });
 
   it("leaves any other config to pg: row mode, a string with values, a callback", async () => {

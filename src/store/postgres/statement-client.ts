@@ -1,4 +1,5 @@
 import pg from "pg";
+import { arrayLiteral } from "./array-literal.js";
 
 type Callback = (error: Error | undefined, result: pg.QueryResult) => void;
 
@@ -13,18 +14,21 @@ interface StatementQuery {
 const OTHER_SETTINGS = ["rowMode", "types", "queryMode", "binary", "portal", "rows", "callback", "query_timeout"] as const;
 
 /**
- * The pool's client class: `pg.Client` with one cost taken out of every statement Cairn sends.
+ * The pool's client class: `pg.Client` with two costs taken out of the statements Cairn sends.
  *
- * `client.query({ name, text, values })` — how every Cairn statement is sent, named so the server
- * keeps it prepared — first copies the config with `Object.getOwnPropertyDescriptors` and
- * `Object.defineProperties` (pg 8.23's `normalizeQueryConfig`, so that it never mutates the
- * caller's object): ~2.4 µs of CPU a statement here, about the JavaScript of a whole step's
- * journal write besides, and an object in dictionary mode that the rest of the query then reads.
- * A config that is only a statement (`name`, `text`, `values`) is built into its `Query` from the
- * text instead, which copies nothing; the Query is the same one pg builds (text, name, values; no
- * row mode, types, portal or timeout), sent the same way, with a promise or the caller's callback
- * (`pool.query` passes one). Any other config, a string or a submittable goes to `pg.Client.query`
- * unchanged.
+ * - `client.query({ name, text, values })` — how every Cairn statement is sent, named so the
+ *   server keeps it prepared — first copies the config with `Object.getOwnPropertyDescriptors`
+ *   and `Object.defineProperties` (pg 8.23's `normalizeQueryConfig`, so that it never mutates the
+ *   caller's object): ~2.4 µs of CPU a statement here, about the JavaScript of a whole step's
+ *   journal write besides, and an object in dictionary mode that the rest of the query then
+ *   reads. A config that is only a statement (`name`, `text`, `values`) is built into its `Query`
+ *   from the text instead, which copies nothing: the same Query pg builds (text, name, values; no
+ *   row mode, types, portal or timeout), sent the same way, with a promise or with the caller's
+ *   callback (`pool.query` passes one).
+ * - Its array values are sent as literals made in one piece (array-literal.ts): the text pg would
+ *   make of them, with a fraction of the garbage.
+ *
+ * Any other config, a string or a submittable goes to `pg.Client.query` unchanged.
  */
 export class StatementClient extends pg.Client {
   override query(...args: unknown[]): never {
@@ -35,7 +39,7 @@ export class StatementClient extends pg.Client {
     const query = new pg.Query(config.text) as StatementQuery;
     if (config.name !== undefined) query.name = config.name;
     const bound = values ?? config.values;
-    if (bound !== undefined) query.values = bound;
+    if (bound !== undefined) query.values = withArrayLiterals(bound as unknown[]);
     if (callback !== undefined) {
       // The callback style, as the pool's own `pool.query` calls its client.
       query.callback = callback as Callback;
@@ -52,6 +56,20 @@ export class StatementClient extends pg.Client {
     (super.query as (q: unknown) => unknown)(query);
     return result as never;
   }
+}
+
+/** `values` with each array of plain elements as its literal (array-literal.ts); the same array when it has none. */
+function withArrayLiterals(values: unknown[]): unknown[] {
+  let out = values;
+  for (let i = 0; i < values.length; i++) {
+    const value = values[i];
+    if (!Array.isArray(value)) continue;
+    const literal = arrayLiteral(value);
+    if (literal === null) continue;
+    if (out === values) out = values.slice();
+    out[i] = literal;
+  }
+  return out;
 }
 
 function isPlainStatement(config: unknown): config is { name?: string; text: string; values?: unknown[] } {
