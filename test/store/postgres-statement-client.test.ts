@@ -23,7 +23,11 @@ describe.skipIf(postgres === undefined)("StatementClient (PostgreSQL)", () => {
     const client = await pool.connect();
     try {
       for (const id of [1, 2, 3]) {
-        const inserted = await client.query({ name: "t_insert", text: "INSERT INTO t (id, body) VALUES ($1, $2) RETURNING id, body", values: [id, `b${id}`] });
+        const inserted = await client.query({
+          name: "t_insert",
+          text: "INSERT INTO t (id, body) VALUES ($1, $2) RETURNING id, body",
+          values: [id, `b${id}`],
+        });
         expect(inserted.rows).toEqual([{ id, body: `b${id}` }]);
         expect(inserted.rowCount).toBe(1);
       }
@@ -78,21 +82,45 @@ describe.skipIf(postgres === undefined)("StatementClient (PostgreSQL)", () => {
     const ints = await pool.query({ name: "t_ints", text: "SELECT v FROM unnest($1::int[]) WITH ORDINALITY AS u(v, i) ORDER BY i", values: [numbers] });
     expect(ints.rows.map((r: { v: number | null }) => r.v)).toEqual(numbers);
     const big = [Date.now(), -1, 9007199254740991];
-    const bigints = await pool.query({ name: "t_bigints", text: "SELECT v::text AS v FROM unnest($1::bigint[]) WITH ORDINALITY AS u(v, i) ORDER BY i", values: [big] });
+    const bigints = await pool.query({
+      name: "t_bigints",
+      text: "SELECT v::text AS v FROM unnest($1::bigint[]) WITH ORDINALITY AS u(v, i) ORDER BY i",
+      values: [big],
+    });
     expect(bigints.rows.map((r: { v: string }) => r.v)).toEqual(big.map(String));
-    const flags = await pool.query({ name: "t_flags", text: "SELECT v FROM unnest($1::boolean[]) WITH ORDINALITY AS u(v, i) ORDER BY i", values: [[true, false, null]] });
+    const flags = await pool.query({
+      name: "t_flags",
+      text: "SELECT v FROM unnest($1::boolean[]) WITH ORDINALITY AS u(v, i) ORDER BY i",
+      values: [[true, false, null]],
+    });
     expect(flags.rows.map((r: { v: boolean | null }) => r.v)).toEqual([true, false, null]);
     const empty = await pool.query({ name: "t_empty", text: "SELECT cardinality($1::text[]) AS n", values: [[]] });
     expect(empty.rows).toEqual([{ n: 0 }]);
   });
 
   it("leaves arrays it does not make to pg: nested, of dates, of objects", async () => {
-    expect(arrayLiteral(["a", 1, null])).toBe('{a,1,NULL}');
+    expect(arrayLiteral(["a", 1, null])).toBe("{a,1,NULL}");
     expect(arrayLiteral([[1, 2]])).toBeNull();
     expect(arrayLiteral([new Date(0)])).toBeNull();
     expect(arrayLiteral([{ a: 1 }])).toBeNull();
-    const nested = await pool.query({ name: "t_nested", text: "SELECT $1::int[] AS v", values: [[[1, 2], [3, 4]]] });
-    expect(nested.rows).toEqual([{ v: [[1, 2], [3, 4]] }]);
+    const nested = await pool.query({
+      name: "t_nested",
+      text: "SELECT $1::int[] AS v",
+      values: [
+        [
+          [1, 2],
+          [3, 4],
+        ],
+      ],
+    });
+    expect(nested.rows).toEqual([
+      {
+        v: [
+          [1, 2],
+          [3, 4],
+        ],
+      },
+    ]);
   });
 
   it("leaves any other config to pg: row mode, a string with values, a callback", async () => {
