@@ -9,6 +9,10 @@
  * does, and `null`/`undefined` is `NULL`. Only arrays of strings, numbers, booleans and nulls are
  * made here; any other array (nested, of Dates, Buffers or objects) is left to pg, which returns
  * null from `arrayLiteral`.
+ *
+ * The literal means what pg's text means only where the parameter is array-typed (`$1::text[]`);
+ * bound to a scalar `text` or `json` parameter, a JS array would now arrive as `{a}` instead of
+ * `{"a"}`. Every array Cairn binds is cast to an array type.
  */
 export function arrayLiteral(values: readonly unknown[]): string | null {
   const parts = new Array<string>(values.length);

@@ -38,8 +38,10 @@ export class StatementClient extends pg.Client {
     }
     const query = new pg.Query(config.text) as StatementQuery;
     if (config.name !== undefined) query.name = config.name;
-    const bound = values ?? config.values;
-    if (bound !== undefined) query.values = withArrayLiterals(bound as unknown[]);
+    // As pg's normalizeQueryConfig: values given beside the config win when truthy. A non-array is
+    // left as it is, for pg's own "values must be an array" error.
+    const bound: unknown = values || config.values;
+    if (bound != null) query.values = Array.isArray(bound) ? withArrayLiterals(bound) : bound;
     if (callback !== undefined) {
       // The callback style, as the pool's own `pool.query` calls its client.
       query.callback = callback as Callback;
@@ -49,7 +51,9 @@ export class StatementClient extends pg.Client {
       query.callback = (error, res) => {
         if (error === undefined || error === null) return resolve(res);
         // As pg does on its promise path: a stack that leads back to the caller, not to the socket.
-        Error.captureStackTrace(error);
+        // (A type parser may throw a non-object; capturing a stack on it would throw here, on the
+        // socket's data path, and the promise would never settle.)
+        if (typeof error === "object") Error.captureStackTrace(error);
         reject(error);
       };
     });
