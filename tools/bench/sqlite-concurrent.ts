@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
 import { Cairn } from "../../src/index.js";
 import { scratchSqlite } from "./scratch-databases.js";
+import { driveRuns, stepValue, STEPS_PER_RUN } from "./peers/workload.js";
 
 /**
  * `npm run build:tools && node .tmp/tools/tools/bench/sqlite-concurrent.js [--runs 3000] [--in-flight 16] [--rounds 3]`
@@ -22,34 +23,23 @@ interface Measured {
   wallUsPerStep: number;
 }
 
-const STEPS_PER_RUN = 10;
-
 async function measure(synchronous: Synchronous, runs: number, inFlight: number): Promise<Measured> {
   const scratch = scratchSqlite();
   const cairn = new Cairn({ database: scratch.database, synchronous });
   try {
     const workflow = cairn.workflow("sqlite-concurrent", async (ctx, steps: number) => {
       let last: unknown;
-      for (let i = 0; i < steps; i++) last = await ctx.step("step", () => ({ i, at: Math.random() }));
+      for (let i = 0; i < steps; i++) last = await ctx.step("step", () => stepValue(i));
       return last;
     });
     await cairn.launch();
-    const drive = async (prefix: string, total: number): Promise<number> => {
-      let next = 0;
-      const begin = performance.now();
-      await Promise.all(
-        Array.from({ length: Math.min(inFlight, total) }, async () => {
-          while (next < total) {
-            const i = next++;
-            await (await workflow.start(STEPS_PER_RUN, { id: `${prefix}-${i}` })).result();
-          }
-        }),
-      );
-      return performance.now() - begin;
-    };
-    await drive("warm", Math.min(runs, 500));
+    const runAll = (prefix: string, total: number) =>
+      driveRuns(total, inFlight, async (index) => {
+        await (await workflow.start(STEPS_PER_RUN, { id: `${prefix}-${index}` })).result();
+      });
+    await runAll("warm", Math.min(runs, 500));
     const cpu0 = process.cpuUsage();
-    const wallMs = await drive("run", runs);
+    const { wallMs } = await runAll("run", runs);
     const cpu = process.cpuUsage(cpu0);
     const steps = runs * STEPS_PER_RUN;
     return { stepsPerSecond: (steps * 1000) / wallMs, cpuUsPerStep: (cpu.user + cpu.system) / steps, wallUsPerStep: (wallMs * 1000) / steps };
