@@ -1,5 +1,6 @@
 import { parseArgs } from "node:util";
 import { Cairn } from "../../src/index.js";
+import { rawSqliteGroupCommit } from "./raw-floors.js";
 import { scratchSqlite } from "./scratch-databases.js";
 import { driveRuns, stepValue, STEPS_PER_RUN } from "./peers/workload.js";
 
@@ -13,6 +14,14 @@ import { driveRuns, stepValue, STEPS_PER_RUN } from "./peers/workload.js";
  * main thread, so the fsync of each group commit stops the event loop: wall time per step at FULL
  * minus at OFF is what the fsyncs cost the thread; what is left at OFF is the engine's JavaScript
  * and SQLite's own work (CPU above wall is V8's helper threads: GC).
+ *
+ * Beside each, the raw floor on the same settings (raw-floors.ts, `rawSqliteGroupCommit`): as many
+ * clients as runs in flight, each committing journal rows one after another and waiting for each,
+ * group committed at each turn of the event loop as Cairn's commits are, with nothing else to do.
+ * At FULL every row waits for an fsync that began after it was asked for, so no engine reaches
+ * more than that floor with this many in flight: it is the ceiling the goal has to fit under.
+ * (Cairn's runs also commit a start and a finish each — 12 commits per 10 steps — counted as steps
+ * are not.)
  */
 
 type Synchronous = "FULL" | "OFF";
@@ -49,6 +58,17 @@ async function measure(synchronous: Synchronous, runs: number, inFlight: number)
   }
 }
 
+/** The raw group-commit floor: rows/s, as many clients as runs in flight, runs of as many rows as Cairn's have steps. */
+async function measureRaw(synchronous: Synchronous, runs: number, inFlight: number): Promise<number> {
+  const scratch = scratchSqlite();
+  try {
+    const timing = await rawSqliteGroupCommit(scratch.database, inFlight, runs, STEPS_PER_RUN, synchronous === "FULL");
+    return (timing.operations * 1000) / timing.elapsedMs;
+  } finally {
+    await scratch.dispose();
+  }
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -66,12 +86,18 @@ async function main(): Promise<void> {
     // Alternate the order, so neither setting always runs on a warmer machine.
     const order: Synchronous[] = round % 2 === 1 ? ["FULL", "OFF"] : ["OFF", "FULL"];
     const results = new Map<Synchronous, Measured>();
-    for (const synchronous of order) results.set(synchronous, await measure(synchronous, runs, inFlight));
+    const raw = new Map<Synchronous, number>();
+    for (const synchronous of order) {
+      results.set(synchronous, await measure(synchronous, runs, inFlight));
+      raw.set(synchronous, await measureRaw(synchronous, runs, inFlight));
+    }
     for (const synchronous of ["FULL", "OFF"] as const) {
       const m = results.get(synchronous)!;
+      const floor = raw.get(synchronous)!;
       console.log(
         `round ${round} synchronous=${synchronous.padEnd(4)} ${Math.round(m.stepsPerSecond).toLocaleString("en-US").padStart(7)} steps/s, ` +
-          `CPU ${m.cpuUsPerStep.toFixed(1)} µs/step, wall ${m.wallUsPerStep.toFixed(1)} µs/step`,
+          `CPU ${m.cpuUsPerStep.toFixed(1)} µs/step, wall ${m.wallUsPerStep.toFixed(1)} µs/step; ` +
+          `raw floor ${Math.round(floor).toLocaleString("en-US")} rows/s (Cairn ${(m.stepsPerSecond / floor).toFixed(2)}× of it)`,
       );
     }
     const full = results.get("FULL")!;
