@@ -1,6 +1,7 @@
 import Database from "better-sqlite3";
 import pg from "pg";
 import { presizeWal } from "../internal.js";
+import { driveRuns } from "./peers/workload.js";
 import type { Timing } from "./stats.js";
 
 /**
@@ -91,15 +92,10 @@ export async function rawSqliteGroupCommit(path: string, clients: number, runs: 
         if (queue.length === 0) setImmediate(flush);
         queue.push({ runId, seq, done });
       });
-    let next = 0;
-    const client = async () => {
-      for (let run = next++; run < runs; run = next++) {
-        for (let seq = 0; seq < rowsPerRun; seq++) await commit(`raw-${run}`, seq);
-      }
-    };
-    const begin = performance.now();
-    await Promise.all(Array.from({ length: clients }, client));
-    return { operations: runs * rowsPerRun, elapsedMs: performance.now() - begin, latenciesUs: [] };
+    const { wallMs } = await driveRuns(runs, clients, async (run) => {
+      for (let seq = 0; seq < rowsPerRun; seq++) await commit(`raw-${run}`, seq);
+    });
+    return { operations: runs * rowsPerRun, elapsedMs: wallMs, latenciesUs: [] };
   } finally {
     db.close();
   }
