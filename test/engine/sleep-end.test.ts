@@ -112,4 +112,41 @@ describe.each(BACKENDS)("a sleep's end on $name", (backend) => {
     clock.advance(4_000);
     expect(await run.result()).toBe(1);
   });
+
+  /**
+   * Found by the replay fuzzer (FUZZ_SEED=218008016 on PostgreSQL, program p1): a process killed
+   * after its workflow saw two sleeps end, but before their ends landed, left them pending beside a
+   * select whose timer fell due after them. Recovering, the first sleep's end rode with the run, and
+   * the second sleep and the select both waited for it to land — through different promise chains,
+   * so the select took its ordinal first and won the race the sleeps had won live. A receive's
+   * timeout took its ordinal the same way.
+   */
+  it.each([
+    { wait: "a select's timer", deadline: (ctx: WorkflowContext) => ctx.select("deadline", [{ timeoutMs: 28 }]) },
+    { wait: "a receive's timeout", deadline: (ctx: WorkflowContext) => ctx.recv("deadline", { timeoutMs: 28 }) },
+  ])("ends what fell due while the run was away in the order it fell due: two sleeps before $wait", async ({ deadline }) => {
+    const db = await env.database();
+    const start = Date.now();
+    const body = async (ctx: WorkflowContext) =>
+      Promise.race([Promise.all([ctx.sleep("short", 10), ctx.sleep("longer", 16)]).then(() => "the sleeps"), deadline(ctx).then(() => "the deadline")]);
+    const first = env.cairn(db, { clock: new ManualClock(start) });
+    const wf = first.workflow("due", body);
+    await first.launch();
+    await wf.start(undefined, { id: "due" });
+    // All three wait: the sleeps' and the deadline's times recorded, none ended.
+    await eventually(async () => (await storeOf(first).loadJournal("due")).length === 3);
+    await first.shutdown();
+    // Another process finds every time passed: 10 and 16 ms fell due before 28.
+    const second = env.cairn(db, { clock: new ManualClock(start + 1_000) });
+    second.workflow("due", body);
+    await second.launch();
+    expect(await second.run("due").result()).toBe("the sleeps");
+    const ends = (await storeOf(second).loadJournal("due")).map((row) => [row.name, row.completion]);
+    expect(ends).toEqual([
+      ["short", 0],
+      ["longer", 1],
+      ["deadline", null],
+    ]);
+    await second.shutdown();
+  });
 });

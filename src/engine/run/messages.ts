@@ -92,8 +92,13 @@ async function lookInbox(run: JournalCore, began: Began, deadline: number | null
   const topic = began.name;
   const seq = began.seq;
   run.active++;
-  const completion = run.order.reserve();
+  /** The ordinal taken, once taken: a failure gives it back. */
+  let taken: number | null = null;
   try {
+    // A deadline that has passed goes in the order it fell due among the run's others (JournalCore.inDueOrder).
+    if (deadline !== null && deadline <= now && !(await run.inDueOrder(deadline, seq))) return never();
+    const completion = run.order.reserve();
+    taken = completion;
     if (!(await run.landRiders())) return never();
     const result = await run.store.receive(run.fence, { runId: run.runId, seq, name: topic, topic, now, deadline, path: began.path, completion });
     const waiting = result.status === "waiting";
@@ -107,7 +112,7 @@ async function lookInbox(run: JournalCore, began: Began, deadline: number | null
     if (!(await run.delivered(completion))) return never();
     return result.status === "received" ? fromStored(result.text) : undefined;
   } catch (error) {
-    run.order.release(completion);
+    if (taken !== null) run.order.release(taken);
     if (error instanceof FencedError) return run.lostNever();
     return run.storeFailed(error);
   } finally {

@@ -121,10 +121,16 @@ async function lookAt(run: JournalCore, began: Began, call: Call, deadlines: Rec
   const topics = [...new Set(call.branches.flatMap((b) => (b.kind === "message" ? [b.topic] : [])))];
   const childIds = [...new Set(call.branches.flatMap((b) => (b.kind === "child" ? [b.childId] : [])))];
   run.active++;
-  const completion = run.order.reserve();
+  /** The ordinal taken, once taken: a failure gives it back. */
+  let taken: number | null = null;
   let foreign = false;
   let written = null as StepRecord | null;
   try {
+    // A deadline that has passed goes in the order it fell due among the run's others (JournalCore.inDueOrder).
+    const overdue = passedDeadline(deadlines, now);
+    if (overdue !== null && !(await run.inDueOrder(overdue, began.seq))) return never();
+    const completion = run.order.reserve();
+    taken = completion;
     if (!(await run.landRiders())) return never();
     const won = await run.store.settleSelect<Selected<string | number> | null>(run.fence, {
       runId: run.runId,
@@ -173,12 +179,19 @@ async function lookAt(run: JournalCore, began: Began, call: Call, deadlines: Rec
     if (!(await run.delivered(completion))) return never();
     return won;
   } catch (error) {
-    run.order.release(completion);
+    if (taken !== null) run.order.release(taken);
     if (error instanceof FencedError) return run.lostNever();
     return run.storeFailed(error);
   } finally {
     run.settleActive();
   }
+}
+
+/** The earliest timer deadline that has passed by `now`, or null. */
+function passedDeadline(deadlines: Record<string, number>, now: number): number | null {
+  let earliest: number | null = null;
+  for (const at of Object.values(deadlines)) if (at <= now && (earliest === null || at < earliest)) earliest = at;
+  return earliest;
 }
 
 function initialDeadlines(branches: Branch[], now: number): Record<string, number> {

@@ -72,6 +72,8 @@ async function sleepTo(run: JournalCore, began: Began, wakeAt: number): Promise<
   if (!run.live()) return never();
   run.active++;
   try {
+    // At the top, ends whose times have passed go in the order they fell due (JournalCore.inDueOrder).
+    if (!began.nested && !(await run.inDueOrder(wakeAt, began.seq))) return never();
     const completion = run.order.reserve();
     const ended: WriteOp = { type: "completion", runId: run.runId, seq: began.seq, completion };
     // At the workflow's top, that the sleep ended is committed before the run's next operation or
