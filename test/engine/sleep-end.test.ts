@@ -149,4 +149,31 @@ describe.each(BACKENDS)("a sleep's end on $name", (backend) => {
     ]);
     await second.shutdown();
   });
+  it("ends a sleep called later, after recorded steps, before one called first whose time came after", async () => {
+    const db = await env.database();
+    const start = Date.now();
+    // The second branch reaches its sleep only after three recorded steps are handed back, one a
+    // turn: replaying, it gets there three turns after the first branch's sleep — whose time
+    // (100 ms) came after its own (20 ms).
+    const body = async (ctx: WorkflowContext) =>
+      Promise.race([
+        ctx.sleep("long", 100).then(() => "the long sleep"),
+        (async () => {
+          for (const name of ["one", "two", "three"]) await ctx.step(name, () => name);
+          await ctx.sleep("short", 20);
+          return "the short sleep";
+        })(),
+      ]);
+    const first = env.cairn(db, { clock: new ManualClock(start) });
+    const wf = first.workflow("later", body);
+    await first.launch();
+    await wf.start(undefined, { id: "later" });
+    await eventually(async () => (await storeOf(first).loadJournal("later")).length === 5);
+    await first.shutdown();
+    const second = env.cairn(db, { clock: new ManualClock(start + 1_000) });
+    second.workflow("later", body);
+    await second.launch();
+    expect(await second.run("later").result()).toBe("the short sleep");
+    await second.shutdown();
+  });
 });

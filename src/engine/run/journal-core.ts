@@ -4,6 +4,7 @@ import { errorFromText, errorText, fromStored } from "../../store/value/index.js
 import { CompletionOrder } from "../completion-order.js";
 import { validateOperationName } from "../names.js";
 import { ReplayJournal, operationBase, operationScopes, storedPath, topScope, type OperationScope } from "../replay-journal.js";
+import { DueOrder } from "./due-order.js";
 import { JournalWatch } from "./journal-watch.js";
 import { RunLifecycle, never, type ExecutionHost } from "./lifecycle.js";
 
@@ -68,14 +69,15 @@ export class JournalCore extends RunLifecycle {
   /** Calls made during replay that the journal has no record of (for a divergence's message). */
   private readonly unrecordedCalls: string[] = [];
   private waitingForClearance = 0;
-  /** Operations whose time has passed, waiting for the end of the turn to go on in due order (inDueOrder). */
-  private overdue: { dueAt: number; seq: number; go: () => void }[] = [];
+  /** Operations whose time has passed go on in the order it passed (see inDueOrder). */
+  private readonly dueOrder: DueOrder;
 
   constructor(host: ExecutionHost, run: RunRow, journal: readonly StepRow[], replayStallMs: number) {
     super(host, run);
     this.topScope = topScope(this, run.id);
     this.journal = new ReplayJournal(journal);
     this.watch = new JournalWatch(journal);
+    this.dueOrder = new DueOrder(journal, replayStallMs);
     this.order = new CompletionOrder(this.journal.replayOrdinals, this.journal.highestOrdinal, replayStallMs, (ordinal) => this.stalled(ordinal));
   }
 
@@ -309,27 +311,12 @@ export class JournalCore extends RunLifecycle {
 
   /**
    * Lets an operation whose time has passed (a sleep's end, a select's or a receive's deadline) take
-   * its ordinal in the order the times fell due, not in the order its code got here. A run that
-   * wakes with several times passed — after a recovery, or late — reaches them all at once: warm,
-   * in the order the waits were registered; replaying, in an order set by promise chains (one
-   * awaited the commit of a sleep's end riding with the run, another the same commit through
-   * another chain). Those orders differ, and a sleep's end lost in a crash (see `ride`) was then
-   * replayed after a select's deadline that had come after it: the workflow saw the select win a
-   * race that live it had lost. So each waits here for the end of the turn, and they go on in
-   * (time, seq) order — live and on replay alike. False: the run stopped meanwhile.
+   * its ordinal in the order the times fell due, not in the order its code got here (DueOrder).
+   * False: the run stopped meanwhile.
    */
-  inDueOrder(dueAt: number, seq: number): Promise<boolean> {
-    return new Promise((resolve) => {
-      if (this.overdue.length === 0) overdueRuns.add(this);
-      this.overdue.push({ dueAt, seq, go: () => resolve(this.live()) });
-    });
-  }
-
-  /** Resolved in (time, seq) order, so the callers' continuations run (and take ordinals) in it. */
-  releaseOverdue(): void {
-    const due = this.overdue.sort((a, b) => a.dueAt - b.dueAt || a.seq - b.seq);
-    this.overdue = [];
-    for (const waiting of due) waiting.go();
+  async inDueOrder(dueAt: number, seq: number): Promise<boolean> {
+    await this.dueOrder.wait(dueAt, seq);
+    return this.live();
   }
 
   /**
@@ -409,21 +396,3 @@ export class JournalCore extends RunLifecycle {
     return `run ${this.runId} seq ${seq} ("${name}")`;
   }
 }
-
-/**
- * The runs with operations waiting in `inDueOrder`, released at the end of the turn by one
- * `setImmediate` shared by every run in the process (10,000 runs waking at once cost one, not
- * 10,000). Order matters only within a run: each releases its own in due order.
- */
-const overdueRuns = {
-  runs: new Set<JournalCore>(),
-  add(run: JournalCore): void {
-    if (this.runs.size === 0) setImmediate(() => this.release());
-    this.runs.add(run);
-  },
-  release(): void {
-    const runs = [...this.runs];
-    this.runs.clear();
-    for (const run of runs) run.releaseOverdue();
-  },
-};
