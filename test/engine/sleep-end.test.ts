@@ -14,6 +14,28 @@ describe.each(BACKENDS)("a sleep's end on $name", (backend) => {
   const env = cairnFactory(backend);
   const loaded = (cairn: Cairn): string[] => (runtimeOf(cairn) as unknown as { executor: { loadedRunIds: string[] } }).executor.loadedRunIds;
 
+  /**
+   * Runs `body` in one process until its journal has `rows` rows (a ManualClock that never moves:
+   * nothing falls due), stops it, and lets another process, a second later, finish the run.
+   */
+  const awayAndBack = async (id: string, body: (ctx: WorkflowContext) => Promise<string>, rows: number) => {
+    const db = await env.database();
+    const start = Date.now();
+    const first = env.cairn(db, { clock: new ManualClock(start) });
+    const wf = first.workflow(id, body);
+    await first.launch();
+    await wf.start(undefined, { id });
+    await eventually(async () => (await storeOf(first).loadJournal(id)).length === rows);
+    await first.shutdown();
+    const second = env.cairn(db, { clock: new ManualClock(start + 1_000) });
+    second.workflow(id, body);
+    await second.launch();
+    const result = await second.run(id).result();
+    const journal = await storeOf(second).loadJournal(id);
+    await second.shutdown();
+    return { result, journal };
+  };
+
   it("survives a refused send that would have carried it, and replays exactly", async () => {
     const clock = new ManualClock();
     const db = await env.database();
@@ -125,33 +147,19 @@ describe.each(BACKENDS)("a sleep's end on $name", (backend) => {
     { wait: "a select's timer", deadline: (ctx: WorkflowContext) => ctx.select("deadline", [{ timeoutMs: 28 }]) },
     { wait: "a receive's timeout", deadline: (ctx: WorkflowContext) => ctx.recv("deadline", { timeoutMs: 28 }) },
   ])("ends what fell due while the run was away in the order it fell due: two sleeps before $wait", async ({ deadline }) => {
-    const db = await env.database();
-    const start = Date.now();
     const body = async (ctx: WorkflowContext) =>
       Promise.race([Promise.all([ctx.sleep("short", 10), ctx.sleep("longer", 16)]).then(() => "the sleeps"), deadline(ctx).then(() => "the deadline")]);
-    const first = env.cairn(db, { clock: new ManualClock(start) });
-    const wf = first.workflow("due", body);
-    await first.launch();
-    await wf.start(undefined, { id: "due" });
-    // All three wait: the sleeps' and the deadline's times recorded, none ended.
-    await eventually(async () => (await storeOf(first).loadJournal("due")).length === 3);
-    await first.shutdown();
-    // Another process finds every time passed: 10 and 16 ms fell due before 28.
-    const second = env.cairn(db, { clock: new ManualClock(start + 1_000) });
-    second.workflow("due", body);
-    await second.launch();
-    expect(await second.run("due").result()).toBe("the sleeps");
-    const ends = (await storeOf(second).loadJournal("due")).map((row) => [row.name, row.completion]);
-    expect(ends).toEqual([
+    // All three wait, their times recorded and none ended; then every time passed: 10 and 16 ms fell due before 28.
+    const { result, journal } = await awayAndBack("due", body, 3);
+    expect(result).toBe("the sleeps");
+    expect(journal.map((row) => [row.name, row.completion])).toEqual([
       ["short", 0],
       ["longer", 1],
       ["deadline", null],
     ]);
-    await second.shutdown();
   });
+
   it("ends a sleep called later, after recorded steps, before one called first whose time came after", async () => {
-    const db = await env.database();
-    const start = Date.now();
     // The second branch reaches its sleep only after three recorded steps are handed back, one a
     // turn: replaying, it gets there three turns after the first branch's sleep — whose time
     // (100 ms) came after its own (20 ms).
@@ -164,16 +172,6 @@ describe.each(BACKENDS)("a sleep's end on $name", (backend) => {
           return "the short sleep";
         })(),
       ]);
-    const first = env.cairn(db, { clock: new ManualClock(start) });
-    const wf = first.workflow("later", body);
-    await first.launch();
-    await wf.start(undefined, { id: "later" });
-    await eventually(async () => (await storeOf(first).loadJournal("later")).length === 5);
-    await first.shutdown();
-    const second = env.cairn(db, { clock: new ManualClock(start + 1_000) });
-    second.workflow("later", body);
-    await second.launch();
-    expect(await second.run("later").result()).toBe("the short sleep");
-    await second.shutdown();
+    expect((await awayAndBack("later", body, 5)).result).toBe("the short sleep");
   });
 });
