@@ -214,6 +214,16 @@ export abstract class RunLifecycle {
     });
   }
 
+  /**
+   * Whether the operation at `seq` is all the run does or waits for: no other operation acts live,
+   * and no other durable wait is held or looking again (JournalCore.ride).
+   */
+  aloneWith(seq: number): boolean {
+    if (this.active !== 1 || this.waits.size > (this.waits.has(seq) ? 1 : 0)) return false;
+    for (const other of this.redriving.keys()) if (other !== seq) return false;
+    return true;
+  }
+
   /** An operation stopped acting live (see `active`). */
   settleActive(): void {
     this.active--;

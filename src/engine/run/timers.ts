@@ -76,10 +76,14 @@ async function sleepTo(run: JournalCore, began: Began, wakeAt: number): Promise<
     if (!began.nested && !(await run.inDueOrder(wakeAt, began.seq))) return never();
     const completion = run.order.reserve();
     const ended: WriteOp = { type: "completion", runId: run.runId, seq: began.seq, completion };
-    // At the workflow's top, that the sleep ended is committed before the run's next operation or
-    // with its end (JournalCore.ride): a crash that loses it is replayed into the same end. Inside
-    // a step it is recorded at once, as the step's own records are.
-    if (!began.nested) run.ride(ended);
+    // At the workflow's top, when nothing else of the run acts or waits, that the sleep ended is
+    // committed before the run's next operation or with its end (JournalCore.ride): a crash that
+    // loses it replays the sleep, alone past its time, into the same end. Beside other operations —
+    // which a replay could end at once too (another sleep, a select's timer or message, a child's
+    // end) — it is committed before the workflow sees it, so the order the ends were seen in is in
+    // the journal and not left to the replay. Inside a step it is recorded at once, as the step's
+    // own records are.
+    if (!began.nested && run.aloneWith(began.seq)) run.ride(ended);
     else if (!(await run.write([ended]))) return never();
     if (!(await run.delivered(completion))) return never();
   } finally {
