@@ -47,6 +47,16 @@ export class DueOrder {
     this.recorded.sort(byDue);
   }
 
+  /**
+   * For a run that does nothing else: true (and the operation at `seq` counts as gone on) when no
+   * recorded wait whose time came first is still to go on — nothing to wait for, not even the turn.
+   */
+  passAlone(dueAt: number, seq: number): boolean {
+    if (this.heldBack({ dueAt, seq })) return false;
+    this.gone.add(seq);
+    return true;
+  }
+
   /** Resolves when the operation at `seq`, whose time `dueAt` has passed, may take its ordinal. */
   wait(dueAt: number, seq: number): Promise<void> {
     return new Promise((resolve) => {

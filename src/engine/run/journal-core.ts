@@ -314,9 +314,10 @@ export class JournalCore extends RunLifecycle {
    * its ordinal in the order the times fell due, not in the order its code got here (DueOrder).
    * False: the run stopped meanwhile.
    */
-  async inDueOrder(dueAt: number, seq: number): Promise<boolean> {
-    await this.dueOrder.wait(dueAt, seq);
-    return this.live();
+  inDueOrder(dueAt: number, seq: number): Promise<boolean> | true {
+    // A run doing nothing else (a run that wakes from its one sleep) has nothing to order it with.
+    if (this.aloneWith(seq) && this.dueOrder.passAlone(dueAt, seq)) return true;
+    return this.dueOrder.wait(dueAt, seq).then(() => this.live());
   }
 
   /**

@@ -417,6 +417,9 @@ export abstract class RunLifecycle {
     this.waits.clear();
     this.armDeadline();
     if (!this.live()) return;
+    // All of them are looking again before the first look runs: a sleep that ends at once must
+    // know it is not alone (aloneWith), even when the waits beside it come later in seq order.
+    for (const [seq, wait] of held) this.redriving.set(seq, wait.settle);
     for (const [seq, wait] of held) this.redrive(seq, wait);
   }
 

@@ -73,7 +73,8 @@ async function sleepTo(run: JournalCore, began: Began, wakeAt: number): Promise<
   run.active++;
   try {
     // At the top, ends whose times have passed go in the order they fell due (JournalCore.inDueOrder).
-    if (!began.nested && !(await run.inDueOrder(wakeAt, began.seq))) return never();
+    const inOrder = began.nested || run.inDueOrder(wakeAt, began.seq);
+    if (inOrder !== true && !(await inOrder)) return never();
     const completion = run.order.reserve();
     const ended: WriteOp = { type: "completion", runId: run.runId, seq: began.seq, completion };
     // At the workflow's top, when nothing else of the run acts or waits, that the sleep ended is
