@@ -13,13 +13,14 @@ const byDue = (a: Due, b: Due): number => a.dueAt - b.dueAt || a.seq - b.seq;
  * Times that passed while a run was away end in the order they fell due — a sleep's end, a select's
  * timer, a receive's timeout — not in the order the code reaches them.
  *
- * A sleep's end rides with the run's next commit (JournalCore.ride), so a crash can lose ends the
- * workflow had already seen; the recovered run finds those sleeps pending, their times passed, often
- * beside a select or receive whose deadline passed as well. Live, they ended in the order of their
- * times. Replaying, the code reaches them in an order set by promise chains (one waited for a
- * sleep's end riding with the run to land, another for the same commit through another chain) and
- * by turns (a wait called only after two recorded outcomes were handed over comes two turns later):
- * the replay then ended a later time first, and a race the sleeps had won live went to the select.
+ * A run woken late, or recovered after a crash, finds several sleeps, select timers and receive
+ * timeouts past their time at once. The code reaches them in an order set by promise chains (one
+ * waited for a sleep's end riding with the run to land, another for the same commit through another
+ * chain) and by turns (a wait called only after two recorded outcomes were handed over comes two
+ * turns later): a replay then ended a later time first, and a race two sleeps had won went to a
+ * select (the fuzzer's FUZZ_SEED=218008016). An end the workflow saw beside other waits is in the
+ * journal before it sees it (timers.ts), so this order only decides ends no one has seen yet — the
+ * same way live and on replay.
  *
  * So an operation whose time has passed waits here before it takes its completion ordinal: for the
  * end of the turn, and for every wait recorded in the journal it was loaded from (a time recorded,

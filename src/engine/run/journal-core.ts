@@ -322,12 +322,12 @@ export class JournalCore extends RunLifecycle {
 
   /**
    * A record that need not be committed before the workflow goes on: the end of a top-level sleep
-   * whose time has come while nothing else of the run acts or waits (timers.ts, RunLifecycle.aloneWith).
-   * Its loss costs nothing — a replay that finds the sleep's time passed ends it again, as it would
-   * have ended live, and nothing else of the run could have ended before it. It is committed, at the latest, before the
-   * run's next durable operation acts (`landRiders`, called by every live operation and by the
-   * rooms that record by statements of their own), or with the run's suspend or finish, whichever
-   * comes first; any commit of the run meanwhile carries it (RunLifecycle.commit). So a record of
+   * whose time has come while nothing else of the run acts or waits (timers.ts,
+   * RunLifecycle.aloneWith). Its loss costs nothing — a replay that finds the sleep's time passed
+   * ends it again, as it would have ended live, and nothing else of the run could have ended before
+   * it. It is committed, at the latest, before the run's next durable operation acts (`landRiders`,
+   * called by every live operation and by the rooms that record by statements of their own), or
+   * with the run's suspend or finish, whichever comes first; any commit of the run meanwhile carries it (RunLifecycle.commit). So a record of
    * the same branch past the sleep never reaches the journal without it, and the order outcomes
    * were handed over in stays whole. A run that wakes and finishes makes one commit, not two
    * (10,000 runs falling due at once); one that wakes and steps makes two, as before.
