@@ -19,8 +19,8 @@ export class CompletionOrder {
   /** Ordinals still to hand over, ascending: the recorded ones first, then live ones as reserved. */
   private readonly expected: number[];
   private head = 0;
-  /** Hand-overs that arrived and wait for their turn. */
-  private readonly arrived = new Map<number, () => void>();
+  /** Hand-overs that arrived and wait for their turn (made by the first: most runs hand over in turn). */
+  private arrived: Map<number, () => void> | undefined;
   private nextLive: number;
   private readonly firstLive: number;
   /** The event-loop turn of the last hand-over (see `turns`): the next waits for a later turn. */
@@ -57,7 +57,7 @@ export class CompletionOrder {
 
   /** Whether outcomes wait for their turn, or recorded ones remain: the run is not idle. */
   busy(): boolean {
-    return this.arrived.size > 0 || this.replaying();
+    return (this.arrived?.size ?? 0) > 0 || this.replaying();
   }
 
   /** Whether any recorded outcome is still to be handed over. */
@@ -77,7 +77,7 @@ export class CompletionOrder {
       return null;
     }
     return new Promise<void>((resolve) => {
-      this.arrived.set(ordinal, resolve);
+      (this.arrived ??= new Map()).set(ordinal, resolve);
       this.pump();
     });
   }
@@ -116,9 +116,9 @@ export class CompletionOrder {
     if (this.closed || !this.gateOpen()) return;
     const next = this.expected[this.head];
     if (next === undefined) return;
-    const resolve = this.arrived.get(next);
+    const resolve = this.arrived?.get(next);
     if (resolve !== undefined) {
-      this.arrived.delete(next);
+      this.arrived!.delete(next);
       this.handOver();
       resolve();
       return;
@@ -133,7 +133,7 @@ export class CompletionOrder {
     if (this.stallTimer !== undefined) clearTimeout(this.stallTimer);
     this.stallTimer = setTimeout(() => {
       this.stallTimer = undefined;
-      if (!this.closed && this.expected[this.head] === ordinal && !this.arrived.has(ordinal)) this.onStall(ordinal);
+      if (!this.closed && this.expected[this.head] === ordinal && this.arrived?.has(ordinal) !== true) this.onStall(ordinal);
     }, this.stallMs);
     this.stallTimer.unref();
   }

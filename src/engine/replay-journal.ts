@@ -54,6 +54,8 @@ interface Indexed {
   row: StepRow;
   /** Whether replay will ask for it (not inside a recorded operation): counted as uncalled until then. */
   counted: boolean;
+  /** Whether replay asked for it (a counted row is uncalled until then). */
+  called: boolean;
   identity: string;
   scope: string;
   family: string;
@@ -62,19 +64,20 @@ interface Indexed {
 /**
  * A loaded run's journal, indexed for replay: rows by identity, the seqs in use, the completion
  * ordinals replay will hand over again (see CompletionOrder), and which recorded operations the
- * workflow has not called again yet.
+ * workflow has not called again yet. One is made per loaded run, so what only some runs use (the
+ * seqs in use, clearance waiters) is made on first use.
  */
 export class ReplayJournal {
   private readonly byIdentity = new Map<string, Indexed>();
-  private readonly seqs = new Set<number>();
+  /** The seqs in use, made by the first `newSeq` of a run with a journal. */
+  private seqs: Set<number> | undefined;
   private nextFreeSeq = 0;
   /** Recorded operations per family that replay has not asked for yet. */
   private readonly uncalled = new Map<string, number>();
   /** Recorded operations per scope that replay has not asked for yet. */
   private readonly uncalledInScope = new Map<string, number>();
   private uncalledTotal = 0;
-  private readonly waiters = new Map<string, (() => void)[]>();
-  private readonly called = new Set<string>();
+  private waiters: Map<string, (() => void)[]> | undefined;
   /** Ordinals of recorded outcomes the workflow will see again, and the highest ordinal of all. */
   readonly replayOrdinals: number[] = [];
   readonly highestOrdinal: number = -1;
@@ -87,7 +90,6 @@ export class ReplayJournal {
     let highest = -1;
     const legacyCounts = new Map<string, number>();
     for (const row of rows) {
-      this.seqs.add(row.seq);
       if (row.completion !== null) highest = Math.max(highest, row.completion);
       let scope = "";
       let occurrence: number;
@@ -102,7 +104,7 @@ export class ReplayJournal {
         occurrence = Number(row.storedPath.slice(hash + 1));
       }
       const identity = `${operationBase(scope, row.kind, row.name, row.fingerprint)}#${occurrence}`;
-      const indexed = { row, identity, scope, family: family(scope, row.kind, row.name), counted: false };
+      const indexed = { row, identity, scope, family: family(scope, row.kind, row.name), counted: false, called: false };
       this.byIdentity.set(identity, indexed);
       this.rows.push(indexed);
     }
@@ -128,13 +130,13 @@ export class ReplayJournal {
       if (legacy !== undefined && legacy.row.fingerprint === null) found = legacy;
     }
     if (found === undefined) return undefined;
-    if (found.counted && !this.called.has(found.identity)) {
-      this.called.add(found.identity);
+    if (found.counted && !found.called) {
+      found.called = true;
       this.uncalledInScope.set(found.scope, (this.uncalledInScope.get(found.scope) ?? 1) - 1);
       this.uncalledTotal--;
       const left = (this.uncalled.get(found.family) ?? 1) - 1;
       this.uncalled.set(found.family, left);
-      if (left === 0) for (const wake of this.waiters.get(found.family)?.splice(0) ?? []) wake();
+      if (left === 0) for (const wake of this.waiters?.get(found.family)?.splice(0) ?? []) wake();
     }
     return found.row;
   }
@@ -158,9 +160,10 @@ export class ReplayJournal {
     const key = family(scope, kind, name);
     if ((this.uncalled.get(key) ?? 0) === 0) return null;
     return new Promise<void>((resolve) => {
-      const list = this.waiters.get(key) ?? [];
+      const waiters = (this.waiters ??= new Map());
+      const list = waiters.get(key) ?? [];
       list.push(resolve);
-      this.waiters.set(key, list);
+      waiters.set(key, list);
     });
   }
 
@@ -187,7 +190,9 @@ export class ReplayJournal {
    * concurrency or nesting this is the seq the operation had before a crash, as it always was.
    */
   newSeq(): number {
-    while (this.seqs.has(this.nextFreeSeq)) this.nextFreeSeq++;
+    if (this.rows.length === 0) return this.nextFreeSeq++;
+    const seqs = (this.seqs ??= new Set(this.rows.map((indexed) => indexed.row.seq)));
+    while (seqs.has(this.nextFreeSeq)) this.nextFreeSeq++;
     return this.nextFreeSeq++;
   }
 

@@ -31,8 +31,11 @@ const byDue = (a: Due, b: Due): number => a.dueAt - b.dueAt || a.seq - b.seq;
 export class DueOrder {
   /** The journal's top-level waits with a recorded time and no recorded end, in due order. */
   private readonly recorded: Due[];
-  /** Seqs that went on (or gave up waiting): a recorded one among them holds nothing back. */
-  private readonly gone = new Set<number>();
+  /**
+   * Seqs that went on (or gave up waiting): a recorded one among them holds nothing back. Kept
+   * only when there are recorded waits to hold anything back (most live runs have none).
+   */
+  private readonly gone: Set<number> | null;
   private waiting: (Due & { go: () => void })[] = [];
   private scheduled = false;
   private stallTimer: NodeJS.Timeout | undefined;
@@ -46,6 +49,7 @@ export class DueOrder {
       return dueAt === null ? [] : [{ dueAt, seq: row.seq }];
     });
     this.recorded.sort(byDue);
+    this.gone = this.recorded.length === 0 ? null : new Set();
   }
 
   /**
@@ -54,7 +58,7 @@ export class DueOrder {
    */
   passAlone(dueAt: number, seq: number): boolean {
     if (this.heldBack({ dueAt, seq })) return false;
-    this.gone.add(seq);
+    this.gone?.add(seq);
     return true;
   }
 
@@ -80,7 +84,7 @@ export class DueOrder {
         held.push(waiting);
         continue;
       }
-      this.gone.add(waiting.seq);
+      this.gone?.add(waiting.seq);
       waiting.go();
     }
     this.waiting = held;
@@ -100,7 +104,7 @@ export class DueOrder {
   private heldBack(waiting: Due): boolean {
     for (const recorded of this.recorded) {
       if (byDue(recorded, waiting) >= 0) return false;
-      if (!this.gone.has(recorded.seq)) return true;
+      if (!this.gone!.has(recorded.seq)) return true;
     }
     return false;
   }

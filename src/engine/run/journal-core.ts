@@ -342,17 +342,17 @@ export class JournalCore extends RunLifecycle {
    * lost (or its store failed) meanwhile, as `write`.
    */
   landRiders(): Promise<boolean> | boolean {
-    return this.riders.length === 0 && this.carriers.size === 0 ? true : this.landAll();
+    return this.riders.length === 0 && this.carrying() === 0 ? true : this.landAll();
   }
 
   private async landAll(): Promise<boolean> {
     // Until none waits and none is in flight: a carrier that failed put its riders back.
-    while (this.riders.length > 0 || this.carriers.size > 0) {
+    while (this.riders.length > 0 || this.carrying() > 0) {
       if (this.stopped) return false;
       if (this.riders.length > 0) {
         if (!(await this.write([]))) return false;
       } else {
-        await Promise.all(this.carriers);
+        await Promise.all(this.carriers!); // carrying() > 0: made
       }
     }
     return !this.stopped;

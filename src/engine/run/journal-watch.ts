@@ -38,9 +38,10 @@ const MAX_WATCHED_ROWS = 64;
  */
 export class JournalWatch {
   top = -1;
-  private readonly rowless = new Set<number>();
+  /** Seqs taken without a row (made by the first: one is kept per loaded run, most have none). */
+  private rowless: Set<number> | undefined;
   /** Rows a wake-up changes: a sleep's start (no completion yet), a pending receive or select. */
-  private readonly open = new Map<number, ExpectedRow>();
+  private open: Map<number, ExpectedRow> | undefined;
   /** Failed rows, for the ones a resume would delete. */
   private readonly failed: { row: ExpectedRow; finishedAt: number }[] = [];
   private lastSucceededSeq = -1;
@@ -53,7 +54,7 @@ export class JournalWatch {
   /** An operation took `seq` (a new one when the journal has no row for it). */
   taken(seq: number, recorded: boolean): void {
     if (seq > this.top) this.top = seq;
-    if (!recorded) this.rowless.add(seq);
+    if (!recorded) (this.rowless ??= new Set()).add(seq);
   }
 
   /** A step record reached the database. */
@@ -65,14 +66,14 @@ export class JournalWatch {
   wrote(ops: readonly WriteOp[]): void {
     for (const op of ops) {
       if (op.type === "step") this.step(op.step);
-      else if (op.type === "completion") this.open.delete(op.seq);
+      else if (op.type === "completion") this.open?.delete(op.seq);
     }
   }
 
   /** The rows to compare, or null when there are too many (the run is replayed). */
   expectation(): JournalExpectation | null {
-    const rows: ExpectedRow[] = [...this.open.values()];
-    for (const seq of this.rowless) rows.push({ seq, status: null, completion: null });
+    const rows: ExpectedRow[] = [...(this.open?.values() ?? [])];
+    for (const seq of this.rowless ?? []) rows.push({ seq, status: null, completion: null });
     for (const failed of this.failed) {
       // Exactly what `resume` deletes (statements.ts, resumeSteps): failures after the last success.
       if (failed.row.seq > this.lastSucceededSeq || failed.finishedAt >= this.lastSucceededAt) rows.push(failed.row);
@@ -83,9 +84,9 @@ export class JournalWatch {
   /** A row the store wrote for an operation here (a receive, a select) reached the database. */
   noted(seq: number, kind: StepKind, status: string, completion: number | null, finishedAt: number | null): void {
     if (seq > this.top) this.top = seq;
-    this.rowless.delete(seq);
-    if (status === "pending" || (kind === "sleep" && completion === null)) this.open.set(seq, { seq, status, completion });
-    else this.open.delete(seq);
+    this.rowless?.delete(seq);
+    if (status === "pending" || (kind === "sleep" && completion === null)) (this.open ??= new Map()).set(seq, { seq, status, completion });
+    else this.open?.delete(seq);
     if (status === "failed") {
       this.failed.push({ row: { seq, status, completion }, finishedAt: finishedAt ?? -Infinity });
     } else if (status === "succeeded") {

@@ -75,20 +75,25 @@ export abstract class RunLifecycle {
   active = 0;
   /** Aborted when the run stops here for any reason: every step's signal follows it (a new one if it continues warm). */
   stopSignal = new StopSignal();
-  readonly attemptHost: AttemptHost;
+  /** What a step's attempts ask of the run (attempts.ts). */
+  readonly attemptHost: AttemptHost = new LifecycleAttemptHost(this);
   /** This execution's trace (tracing.ts), when something records it; set before the workflow runs. */
   trace: RunTrace | undefined = undefined;
   /** The order outcomes are handed over in: closed when the run stops. */
   abstract readonly order: CompletionOrder;
   private readonly waits = new Map<number, HeldWait>();
-  /** Waits looking again after a warm wake-up: a look that waits again keeps its workflow promise. */
-  private readonly redriving = new Map<number, HeldWait["settle"]>();
+  /**
+   * Waits looking again after a warm wake-up: a look that waits again keeps its workflow promise.
+   * Made by the first warm wake-up (this and `carriers` are per loaded run: thousands of runs in
+   * flight pay for every collection each one makes whether it is used or not).
+   */
+  private redriving: Map<number, HeldWait["settle"]> | undefined;
   /** Whether this execution committed a record with `deferDurability` (counted: see settle). */
   private deferredRecords = false;
   /** Records waiting to ride with the run's next commit (JournalCore.ride). */
   protected riders: WriteOp[] = [];
-  /** The commits in flight that carry riders, each resolving to whether it landed them. */
-  protected readonly carriers = new Set<Promise<boolean>>();
+  /** The commits in flight that carry riders, each resolving to whether it landed them (made by the first). */
+  protected carriers: Set<Promise<boolean>> | undefined;
   private suspendCheckScheduled = false;
   private halted = false;
   /** Unloaded, kept in memory for a warm continuation (warm-runs.ts); `disturbed` once anything looked at it. */
@@ -102,16 +107,6 @@ export abstract class RunLifecycle {
     this.runId = run.id;
     this.workflowName = run.workflow;
     this.fence = { runId: run.id, executorId: host.executorId };
-    const lifecycle = this;
-    this.attemptHost = {
-      runId: run.id,
-      clock: host.clock,
-      get stopSignal() {
-        return lifecycle.stopSignal.signal;
-      },
-      stopped: () => this.stopped,
-      owned: () => this.ownsRun(),
-    };
   }
 
   /**
@@ -200,10 +195,10 @@ export abstract class RunLifecycle {
    * operation anew.
    */
   waitFor<T>(seq: number, wait: Wait, again: () => Promise<T>): Promise<T> {
-    const settle = this.redriving.get(seq);
+    const settle = this.redriving?.get(seq);
     if (settle !== undefined) {
       // Looked again after a warm wake-up and must wait on: the workflow's promise stays the one it holds.
-      this.redriving.delete(seq);
+      this.redriving!.delete(seq);
       this.waits.set(seq, { wait, again, settle });
       this.scheduleSuspendCheck();
       return never();
@@ -220,7 +215,7 @@ export abstract class RunLifecycle {
    */
   aloneWith(seq: number): boolean {
     if (this.active !== 1 || this.waits.size > (this.waits.has(seq) ? 1 : 0)) return false;
-    for (const other of this.redriving.keys()) if (other !== seq) return false;
+    for (const other of this.redriving?.keys() ?? []) if (other !== seq) return false;
     return true;
   }
 
@@ -302,7 +297,7 @@ export abstract class RunLifecycle {
     const defers =
       status === "succeeded" &&
       this.active === 0 &&
-      this.carriers.size === 0 &&
+      this.carrying() === 0 &&
       !this.deferredRecords &&
       durable >= deferred &&
       this.host.finishDefers?.(this.workflowName) === true;
@@ -331,6 +326,11 @@ export abstract class RunLifecycle {
     if (this.run.parentId !== null) this.host.poke();
   }
 
+  /** How many commits carrying riders are in flight. */
+  protected carrying(): number {
+    return this.carriers?.size ?? 0;
+  }
+
   /**
    * Commits ops under the run's fence, the records riding with the run first (JournalCore.ride).
    * While a commit carries them it is one of `carriers`; one that fails puts them back in front,
@@ -350,8 +350,9 @@ export abstract class RunLifecycle {
         () => true,
         () => false,
       );
-      this.carriers.add(landed);
-      void landed.then(() => this.carriers.delete(landed));
+      const carriers = (this.carriers ??= new Set());
+      carriers.add(landed);
+      void landed.then(() => carriers.delete(landed));
     }
     try {
       await committing;
@@ -419,7 +420,8 @@ export abstract class RunLifecycle {
     if (!this.live()) return;
     // All of them are looking again before the first look runs: a sleep that ends at once must
     // know it is not alone (aloneWith), even when the waits beside it come later in seq order.
-    for (const [seq, wait] of held) this.redriving.set(seq, wait.settle);
+    const redriving = (this.redriving ??= new Map());
+    for (const [seq, wait] of held) redriving.set(seq, wait.settle);
     for (const [seq, wait] of held) this.redrive(seq, wait);
   }
 
@@ -430,22 +432,23 @@ export abstract class RunLifecycle {
    */
   dropWaits(): void {
     this.waits.clear();
-    this.redriving.clear();
+    this.redriving?.clear();
   }
 
   private redrive(seq: number, held: HeldWait): void {
-    this.redriving.set(seq, held.settle);
+    const redriving = (this.redriving ??= new Map());
+    redriving.set(seq, held.settle);
     // As replay's skeleton does before an operation acts (operation.ts): after a pause past the
     // lease, the run may be a peer's by now.
     const owned = this.ownsRun();
     const looked = owned === true ? held.again() : Promise.resolve(owned).then((mine) => (mine ? held.again() : never()));
     looked.then(
       (value) => {
-        if (this.redriving.get(seq) === held.settle) this.redriving.delete(seq);
+        if (redriving.get(seq) === held.settle) redriving.delete(seq);
         held.settle.resolve(value);
       },
       (error: unknown) => {
-        if (this.redriving.get(seq) === held.settle) this.redriving.delete(seq);
+        if (redriving.get(seq) === held.settle) redriving.delete(seq);
         held.settle.reject(error);
       },
     );
@@ -455,5 +458,34 @@ export abstract class RunLifecycle {
   lostNever<T>(): Promise<T> {
     this.lost();
     return never();
+  }
+}
+
+/**
+ * A run's side of its steps' attempts. A class rather than an object literal with a getter and
+ * closures: thousands of runs are loaded at once, and such a literal costs ~700 bytes a run (its
+ * properties in a dictionary, a closure each) against a few dozen.
+ */
+class LifecycleAttemptHost implements AttemptHost {
+  constructor(private readonly lifecycle: RunLifecycle) {}
+
+  get runId(): string {
+    return this.lifecycle.runId;
+  }
+
+  get clock(): Clock {
+    return this.lifecycle.clock;
+  }
+
+  get stopSignal(): AbortSignal {
+    return this.lifecycle.stopSignal.signal;
+  }
+
+  stopped(): boolean {
+    return this.lifecycle.stopped;
+  }
+
+  owned(): boolean | Promise<boolean> {
+    return this.lifecycle.ownsRun();
   }
 }
