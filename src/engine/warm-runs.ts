@@ -74,6 +74,11 @@ export class WarmRuns {
     this.parked.delete(runId);
   }
 
+  /** Whether an execution of the run is parked here (then `take` decides whether it continues). */
+  holds(runId: string): boolean {
+    return this.parked.has(runId);
+  }
+
   clear(): void {
     for (const execution of this.parked.values()) execution.dropWaits();
     this.parked.clear();

@@ -163,16 +163,18 @@ export class JournalCore extends RunLifecycle {
   /**
    * Whether a call without a record may act now: during replay it first waits until no record of
    * its kind and name is left uncalled (ReplayJournal.clearance), so a divergent call never reaches
-   * the outside world.
+   * the outside world. A promise only when it waits: a live call's common path costs none.
    */
-  async cleared(began: Began): Promise<boolean> {
-    if (began.clearance !== null) {
-      this.waitingForClearance++;
-      try {
-        await began.clearance;
-      } finally {
-        this.waitingForClearance--;
-      }
+  cleared(began: Began): Promise<boolean> | boolean {
+    return began.clearance === null ? this.live() : this.clearedLater(began.clearance);
+  }
+
+  private async clearedLater(clearance: Promise<void>): Promise<boolean> {
+    this.waitingForClearance++;
+    try {
+      await clearance;
+    } finally {
+      this.waitingForClearance--;
     }
     return this.live();
   }

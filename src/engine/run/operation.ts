@@ -71,7 +71,10 @@ export async function perform<Call, Work, T>(
     return op.replayed === undefined ? (value as T) : op.replayed(run, began, call, value);
   }
   op.check?.(run, name, call);
-  if (row === undefined && !(op.clears === false ? run.live() : await run.cleared(began))) return never();
+  if (row === undefined) {
+    const cleared = op.clears === false ? run.live() : run.cleared(began);
+    if (cleared !== true && !(await cleared)) return never();
+  }
   // After a pause past the lease, the run may be a peer's by now: confirm before acting (see ownsRun).
   const owned = op.clears === false ? true : run.ownsRun();
   if (owned !== true && !(await owned)) return never();

@@ -86,7 +86,8 @@ async function sleepTo(run: JournalCore, began: Began, wakeAt: number): Promise<
     // own records are.
     if (!began.nested && run.aloneWith(began.seq)) run.ride(ended);
     else if (!(await run.write([ended]))) return never();
-    if (!(await run.delivered(completion))) return never();
+    const delivered = run.delivered(completion);
+    if (delivered !== true && !(await delivered)) return never();
   } finally {
     run.settleActive();
   }
