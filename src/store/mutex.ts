@@ -29,7 +29,8 @@ export class Mutex {
   }
 
   async run<T>(fn: () => Promise<T> | T): Promise<T> {
-    await this.acquire();
+    // Free (the common case): no promise to wait on.
+    if (!this.tryAcquire()) await this.acquire();
     try {
       return await fn();
     } finally {
