@@ -44,6 +44,30 @@ describe("attempt signals", () => {
     expect(signals.every((s) => !s.aborted)).toBe(true);
   });
 
+  it("gives the step function a call whose own enumerable members are idempotencyKey, attempt, seq and signal", async () => {
+    // The call is a class instance (a literal with a getter is a slow dictionary object), so a
+    // caller that spreads it, lists its keys or serializes it must see what the literal gave.
+    const stop = new AbortController();
+    let seen: Record<string, unknown> | undefined;
+    let spread: Record<string, unknown> | undefined;
+    await runAttempts(
+      host(stop),
+      "shape",
+      7,
+      (call) => {
+        seen = call as unknown as Record<string, unknown>;
+        spread = { ...call };
+      },
+      {},
+    );
+    expect(Object.keys(seen!)).toEqual(["idempotencyKey", "attempt", "seq", "signal"]);
+    expect(Object.keys(spread!)).toEqual(["idempotencyKey", "attempt", "seq", "signal"]);
+    expect(spread).toMatchObject({ idempotencyKey: "r:7", attempt: 1, seq: 7 });
+    expect(spread!.signal).toBeInstanceOf(AbortSignal);
+    expect(spread!.signal).toBe(seen!.signal);
+    expect(JSON.parse(JSON.stringify(seen))).toEqual({ idempotencyKey: "r:7", attempt: 1, seq: 7, signal: {} });
+  });
+
   it("is aborted at once when read after the run stopped", async () => {
     const stop = new AbortController();
     stop.abort(new Error("gone"));
