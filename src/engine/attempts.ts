@@ -96,19 +96,10 @@ async function withTimeout<T>(
 }
 
 /**
- * One attempt's abort signal, made only if the step reads `call.signal`: AbortSignal.any costs
- * ~10 µs per call on Node 20 (and leaves a weak dependant on the run's signal for the GC), more
- * than all the rest of a step's engine work. Aborted when the run stops or the attempt times out.
- *
- * The attempt follows the run's signal through `followers`, not a listener of its own: adding and
- * removing an EventTarget listener per attempt cost more than the rest of a model call's signal
- * handling (every model call reads its signal, to pass it to the provider).
- */
-/**
  * What an attempt's function is given (StepCall, and the seq). `signal` stays an own, enumerable
  * property — spread or listed as the object literal it replaces had it — read through one shared
  * getter: a literal with a getter of its own is made in dictionary mode, ~0.4 µs and ~600 bytes
- * per attempt against a few dozen nanoseconds for this.
+ * per attempt against ~0.1 µs for this (runAttempts of a trivial step: ~1.0 → ~0.37 µs).
  */
 class AttemptCall implements StepCall {
   declare readonly signal: AbortSignal;
@@ -131,6 +122,15 @@ class AttemptCall implements StepCall {
 
 const SIGNAL: PropertyDescriptor = { get: AttemptCall.signalOf, enumerable: true, configurable: true };
 
+/**
+ * One attempt's abort signal, made only if the step reads `call.signal`: AbortSignal.any costs
+ * ~10 µs per call on Node 20 (and leaves a weak dependant on the run's signal for the GC), more
+ * than all the rest of a step's engine work. Aborted when the run stops or the attempt times out.
+ *
+ * The attempt follows the run's signal through `followers`, not a listener of its own: adding and
+ * removing an EventTarget listener per attempt cost more than the rest of a model call's signal
+ * handling (every model call reads its signal, to pass it to the provider).
+ */
 class AttemptSignal {
   private controller: AbortController | null = null;
   private following: Set<AttemptSignal> | null = null;
