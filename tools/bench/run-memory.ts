@@ -70,7 +70,6 @@ async function inFlight(database: string, runs: number): Promise<number> {
     clock.advance(5_000);
     await until(async () => held >= runs, "the runs did not all wake");
     const after = heapAfterGc();
-    release();
     return (after - before) / runs;
   } finally {
     release();
