@@ -856,7 +856,7 @@ export class Executor implements ExecutionHost {
   private async deadExecutors(now: number, executors: ExecutorRow[]): Promise<DeadExecutor[]> {
     const me = hostname();
     const myNamespace = pidNamespace();
-    let livePids: Set<number> | null | undefined;
+    let sessions: SessionJudge | null | undefined;
     const dead: DeadExecutor[] = [];
     for (const executor of executors) {
       if (executor.id === this.executorId) continue;
@@ -866,8 +866,8 @@ export class Executor implements ExecutionHost {
         isDead = executor.pid === process.pid ? !executorsInThisProcess.has(executor.id) : !processAlive(executor.pid);
       }
       if (!isDead && executor.backendPid !== null) {
-        livePids ??= await this.trustedLivePids();
-        if (livePids !== null && !livePids.has(executor.backendPid)) isDead = true;
+        sessions ??= await this.trustedSessions(executors);
+        if (sessions !== null && !sessions(executor)) isDead = true;
       }
       if (isDead) dead.push({ id: executor.id, heartbeatAt: executor.heartbeatAt });
     }
@@ -875,15 +875,22 @@ export class Executor implements ExecutionHost {
   }
 
   /**
-   * The backend pids alive now, or null when they cannot be trusted to judge peers: when our own
-   * session's pid is missing too, every session was just lost (a restart, a mass termination) and
-   * our own re-registration is still to come — peers judged now would be re-judged after it, and
-   * the runs taken from them run a second step twice.
+   * Whether a peer's session is open, or null when sessions cannot be trusted to judge peers: when
+   * our own session is missing too, every session was just lost (a restart, a mass termination)
+   * and our own re-registration is still to come — peers judged now would be re-judged after it,
+   * and the runs taken from them run a second step twice. Read off the listed rows when they say
+   * (`sessionOpen`, PostgreSQL's listExecutors: the same statement, the same moment), else from the
+   * live pids, a read of its own.
    */
-  private async trustedLivePids(): Promise<Set<number> | null> {
-    const live = await this.store.liveBackendPids();
+  private async trustedSessions(executors: ExecutorRow[]): Promise<SessionJudge | null> {
     const own = this.registration?.backendPid ?? null;
-    return live !== null && own !== null && !live.has(own) ? null : live;
+    const listed = executors.find((e) => e.id === this.executorId);
+    if (listed !== undefined && listed.backendPid === own && executors.every((e) => e.backendPid === null || typeof e.sessionOpen === "boolean")) {
+      return own !== null && listed.sessionOpen === false ? null : (executor) => executor.sessionOpen !== false;
+    }
+    const live = await this.store.liveBackendPids();
+    if (live === null) return null;
+    return own !== null && !live.has(own) ? null : (executor) => executor.backendPid === null || live.has(executor.backendPid);
   }
 
   /** Runs cancelled or taken over by someone else while loaded here stop at once. */
@@ -1035,6 +1042,9 @@ const executorsInThisProcess = new Set<string>();
 
 /** The same, by id: a dispatch pokes the peers in this process it gave runs to (SQLite has no NOTIFY). */
 const executorsById = new Map<string, Executor>();
+
+/** Whether a listed peer's database session is open (Executor.trustedSessions). */
+type SessionJudge = (executor: ExecutorRow) => boolean;
 
 function processAlive(pid: number): boolean {
   try {

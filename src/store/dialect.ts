@@ -30,6 +30,8 @@ export interface SqlDialect {
   same(a: string, b: string): string;
   /** The larger of two values. */
   greatest(a: string, b: string): string;
+  /** Whether the database session with backend pid `column` is open: null where sessions have no pids (SQLite). */
+  sessionOpen(column: string): string;
   /** Row locks where the database has them (PostgreSQL); nothing on SQLite, whose writer is alone. */
   forUpdate: string;
   forUpdateSkipLocked: string;
@@ -48,6 +50,7 @@ export const SQLITE: SqlDialect = {
   deadExecutors: (dead) => JSON.stringify(dead.map((e) => ({ id: e.id, heartbeatAt: e.heartbeatAt }))),
   same: (a, b) => `${a} IS ${b}`,
   greatest: (a, b) => `max(${a}, ${b})`,
+  sessionOpen: () => "NULL",
   forUpdate: "",
   forUpdateSkipLocked: "",
   forShare: "",
@@ -64,6 +67,8 @@ export const POSTGRES: SqlDialect = {
   deadExecutors: (dead) => JSON.stringify(dead.map((e) => ({ id: e.id, heartbeatAt: e.heartbeatAt }))),
   same: (a, b) => `${a} IS NOT DISTINCT FROM ${b}`,
   greatest: (a, b) => `GREATEST(${a}, ${b})`,
+  // IN over a subquery, not a correlated EXISTS: planned as one hashed read of the sessions per statement.
+  sessionOpen: (column) => `(${column} IN (SELECT pid FROM pg_stat_activity WHERE pid IS NOT NULL))`,
   forUpdate: "FOR UPDATE",
   forUpdateSkipLocked: "FOR UPDATE SKIP LOCKED",
   forShare: "FOR SHARE",

@@ -132,7 +132,7 @@ export function statements(d: SqlDialect) {
        ON CONFLICT (id) DO UPDATE SET backend_pid = excluded.backend_pid, heartbeat_at = excluded.heartbeat_at`,
     ),
     heartbeat: s("heartbeat", "UPDATE cairn_executors SET heartbeat_at = $1 WHERE id = $2"),
-    listExecutors: s("list_executors", "SELECT * FROM cairn_executors ORDER BY started_at"),
+    listExecutors: s("list_executors", `SELECT e.*, ${d.sessionOpen("e.backend_pid")} AS session_open FROM cairn_executors e ORDER BY e.started_at`),
     transferRuns: s("transfer_runs", "UPDATE cairn_runs SET executor_id = $1, updated_at = $2 WHERE executor_id = $3 AND status = 'running' RETURNING id"),
     removeExecutors: s("remove_executors", `DELETE FROM cairn_executors WHERE ${d.inList("id", "$1")}`),
     removeDeadExecutors: s(

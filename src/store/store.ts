@@ -272,6 +272,13 @@ export interface ExecutorRow {
   heartbeatAt: number;
   /** How many runs it may hold at once (the scheduler's Worker table); null for an older Cairn's executor. */
   capacity?: number | null;
+  /**
+   * Whether the session `backendPid` names is open, read in the same statement as the row
+   * (`listExecutors`, PostgreSQL): a death check costs one round trip instead of two, and an
+   * executor no longer reads every session's pid at each poll. Null where there is no such pid
+   * (SQLite, a row showing none); absent in a row that was not listed (then `liveBackendPids`).
+   */
+  sessionOpen?: boolean | null;
 }
 
 /** An executor judged dead, and the heartbeat (as listed) it was judged dead by. */

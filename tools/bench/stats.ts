@@ -42,6 +42,37 @@ export function median(values: readonly (number | null)[]): number | null {
   return present.length % 2 === 1 ? present[mid]! : (present[mid - 1]! + present[mid]!) / 2;
 }
 
+/**
+ * A 95% bootstrap interval for `statistic(b) ÷ statistic(a)`: both sample sets resampled with
+ * replacement `iterations` times, the ratio's 2.5th and 97.5th percentiles. For a tail percentile
+ * from a shared, noisy machine, where one round's p99 of 1,000 samples rests on its ten slowest:
+ * an interval that contains 1 says the two arms cannot be told apart by this run. Seeded
+ * (mulberry32), so a report can be recomputed.
+ */
+export function bootstrapRatioInterval(
+  a: readonly number[],
+  b: readonly number[],
+  statistic: (sorted: readonly number[]) => number,
+  iterations = 1000,
+  seed = 1,
+): { low: number; high: number } | null {
+  if (a.length === 0 || b.length === 0) return null;
+  let state = seed >>> 0;
+  const random = (): number => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const resampled = (values: readonly number[]): number => {
+    const draw = Array.from({ length: values.length }, () => values[Math.floor(random() * values.length)]!);
+    return statistic(draw.sort((x, y) => x - y));
+  };
+  const ratios = Array.from({ length: iterations }, () => resampled(b) / resampled(a)).sort((x, y) => x - y);
+  return { low: percentile(ratios, 2.5), high: percentile(ratios, 97.5) };
+}
+
 /** The medians, field by field, of a list of summaries from repeated rounds. */
 export function medianSummary(rounds: readonly TimingSummary[]): TimingSummary {
   return {
