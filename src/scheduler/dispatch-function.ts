@@ -32,7 +32,10 @@ import { DISPATCHED_WAKE_PREFIX, MAX_WAKE_PAYLOAD } from "./wake-payloads.js";
  * 4. If anything was decided: the dispatcher's row is renewed — the claim's fencing. Gone (peers
  *    presumed it dead and removed it), the call raises SQLSTATE `CRFEN` and its transaction,
  *    decisions included, rolls back. NOTIFY when a peer got a run (delivered at commit), naming
- *    the executors that got runs (wake-payloads.ts): the others have nothing to do.
+ *    the executor that got runs (wake-payloads.ts), on that executor's own channel
+ *    (`cairn_executor_queues.wake_channel`): the others have nothing to do, and are not woken to
+ *    find that out. Executors without a channel of their own (an older Cairn's) hear of it on the
+ *    shared channel, named together in one payload.
  *
  * A run the dispatcher gave itself comes back with its row as `getRun` reads it (`run_row`, as
  * JSON) and whether it has a journal (`has_steps`: a fresh run has none, a resumed one may): the
@@ -92,6 +95,9 @@ DECLARE
   d record;
   decided boolean := false;
   woken text[] := '{}';
+  shared text[] := '{}';
+  w text;
+  ch text;
   wake text;
 BEGIN
   run_id := NULL;
@@ -122,8 +128,17 @@ BEGIN
             USING ERRCODE = '${FENCED_SQLSTATE}';
         END IF;
       END IF;
-      IF cardinality(woken) > 0 THEN
-        wake := '${DISPATCHED_WAKE_PREFIX}' || array_to_string(woken, ',');
+      -- Each executor given runs hears it on its own channel; those without one, on the shared channel together.
+      FOREACH w IN ARRAY woken LOOP
+        ch := (SELECT eq.wake_channel FROM cairn_executor_queues eq WHERE eq.executor_id = w AND eq.queue = $1);
+        IF ch IS NULL THEN
+          shared := shared || w;
+        ELSE
+          PERFORM pg_notify(ch, '${DISPATCHED_WAKE_PREFIX}' || w);
+        END IF;
+      END LOOP;
+      IF cardinality(shared) > 0 THEN
+        wake := '${DISPATCHED_WAKE_PREFIX}' || array_to_string(shared, ',');
         PERFORM pg_notify('${WAKE_CHANNEL}', CASE WHEN length(wake) <= ${MAX_WAKE_PAYLOAD} THEN wake ELSE '' END);
       END IF;
     ELSE

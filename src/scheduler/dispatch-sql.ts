@@ -421,7 +421,11 @@ export function dispatchStatements(d: SqlDialect) {
     /** Rows of executors that are gone. */
     sweepQueues: s("sweep_queues", `DELETE FROM cairn_executor_queues WHERE executor_id NOT IN (SELECT id FROM cairn_executors)`),
     sweepPartitions: s("sweep_partitions", `DELETE FROM cairn_executor_partitions WHERE executor_id NOT IN (SELECT id FROM cairn_executors)`),
-    serveQueue: s("serve_queue", `INSERT INTO cairn_executor_queues (executor_id, queue) VALUES ($1, $2) ON CONFLICT DO NOTHING`),
+    serveQueue: s(
+      "serve_queue",
+      `INSERT INTO cairn_executor_queues (executor_id, queue, wake_channel) VALUES ($1, $2, $3)
+       ON CONFLICT (executor_id, queue) DO UPDATE SET wake_channel = excluded.wake_channel`,
+    ),
     servePartition: s("serve_partition", `INSERT INTO cairn_executor_partitions (executor_id, partition_key) VALUES ($1, $2) ON CONFLICT DO NOTHING`),
     /** $1..$10: a queue's declaration, stored (the latest declaration wins). */
     upsertQueue: s(

@@ -29,9 +29,10 @@ import { DISPATCHED_WAKE_PREFIX, QUEUE_WAKE_PREFIX } from "./wake-payloads.js";
  *    the lock tried and lost, there is nothing to call: the holder decides, or everyone passes.
  *    A run that was there already (same id) returns false — after a `queue:` NOTIFY if this call
  *    held the lock and a run is ready (a dispatcher that found the lock held trusted this call).
- * 4. The executor given a run hears of it by the `dispatched:<id>` NOTIFY and starts it after one
- *    read (Executor: a pass for its assigned runs alone) — no dispatch transaction, and its WAL
- *    flush, between the enqueue and the run's first line.
+ * 4. The executor given a run hears of it by the `dispatched:<id>` NOTIFY — on its own channel
+ *    (`cairn_executor_queues.wake_channel`, its session's: no other executor is woken) — and starts
+ *    it after one read (Executor: a pass for its assigned runs alone): no dispatch transaction,
+ *    and its WAL flush, between the enqueue and the run's first line.
  * 5. If its own run was not decided (another dispatcher holds the lock, no executor has a free
  *    slot, the limits hold it, an older run came first), or another run is still ready after the
  *    decision, the `queue:<name>` NOTIFY as before: every executor makes a dispatch pass. (An
@@ -92,7 +93,9 @@ BEGIN
   VALUES ($1, $14, $15, $16, $17, $18, $11, CASE WHEN chosen IS NULL THEN NULL ELSE $11 END, chosen, CASE WHEN chosen IS NULL THEN NULL ELSE $20 END)
   ON CONFLICT (run_id) DO NOTHING;
   IF chosen IS NOT NULL THEN
-    PERFORM pg_notify('${WAKE_CHANNEL}', '${DISPATCHED_WAKE_PREFIX}' || chosen);
+    -- Only the chosen executor is woken: on its own channel, or the shared one if it has none.
+    PERFORM pg_notify(COALESCE((SELECT eq.wake_channel FROM cairn_executor_queues eq WHERE eq.executor_id = chosen AND eq.queue = $14),
+      '${WAKE_CHANNEL}'), '${DISPATCHED_WAKE_PREFIX}' || chosen);
   ELSIF live AND (locked OR ($17 IS NOT NULL AND pg_try_advisory_xact_lock(${ENQUEUE_HOLDER_KEY}, hashtext($14)))) THEN
     -- Other runs were ready, or none of the executors could take this one: one decision under the
     -- policy, whichever run comes first (under the lock this call holds, or tries). (OR's order

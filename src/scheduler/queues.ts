@@ -184,10 +184,12 @@ export class Queues {
       }
     }
     await this.sync(now);
+    // Read with the row's backend pid (Executor.start, reincarnate): the same session's channel.
+    const channel = this.store.capabilities.wakeNotifications?.currentOwnChannel() ?? null;
     const done = await this.store.claimWith(executorId, now, async (db) => {
       await db.run(this.sql.sweepQueues, []);
       await db.run(this.sql.sweepPartitions, []);
-      for (const queue of this.served()) await db.run(this.sql.serveQueue, [executorId, queue]);
+      for (const queue of this.served()) await db.run(this.sql.serveQueue, [executorId, queue, channel]);
       for (const key of this.serve.partitions ?? []) await db.run(this.sql.servePartition, [executorId, key]);
       return true;
     });

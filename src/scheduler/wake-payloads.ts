@@ -5,7 +5,9 @@
  *
  * - `queue:<name>` — a run was enqueued on that queue: a dispatch of the queues is all it asks for.
  * - `dispatched:<id>,<id>...` — a dispatch gave runs to these executors (not the dispatcher): they
- *   load them; nobody else has anything to do.
+ *   load them; nobody else has anything to do. Sent on each named executor's own channel (its
+ *   session's, `cairn_executor_queues.wake_channel`), so nobody else even wakes; on the shared
+ *   channel only for executors without one (older Cairns), named together.
  * - anything else, or none (the channel was lost) — anything may have happened: a whole pass.
  *
  * A wake-up is a hint, never the only way work is found: every executor still polls.

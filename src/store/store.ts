@@ -361,7 +361,16 @@ export interface StoreCapabilities {
    * happened when the writer said so (the scheduler's queue wake-ups); empty or absent, anything
    * may have (the channel lost included).
    */
-  wakeNotifications: { onWake(listener: (payload?: string) => void): void } | null;
+  wakeNotifications: {
+    onWake(listener: (payload?: string) => void): void;
+    /**
+     * The channel wake-ups meant for this store's session alone arrive on (PostgreSQL:
+     * `cairn_wake_<backend pid>`), heard by the same listeners; null while the session is lost.
+     * The scheduler records it with the queues an executor serves, so a dispatch wakes the
+     * executor it gave runs to, not every executor.
+     */
+    currentOwnChannel(): string | null;
+  } | null;
 }
 
 export interface Store {

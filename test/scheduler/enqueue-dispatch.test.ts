@@ -24,8 +24,11 @@ describe.each(BACKENDS)("dispatch at enqueue on $name", (backend) => {
     return { cairn, send };
   }
 
-  /** Every payload on `cairn_wake` while `body` runs, and a little after (PostgreSQL; none on SQLite). */
-  async function wakesDuring(db: string, body: () => Promise<void>): Promise<string[]> {
+  /**
+   * Every payload on `cairn_wake` while `body` runs, and a little after (PostgreSQL; none on
+   * SQLite); a payload on one of `others` (an executor's own channel) comes as `<channel> <payload>`.
+   */
+  async function wakesDuring(db: string, body: () => Promise<void>, others: string[] = []): Promise<string[]> {
     if (backend.name !== "postgres") {
       await body();
       return [];
@@ -33,8 +36,8 @@ describe.each(BACKENDS)("dispatch at enqueue on $name", (backend) => {
     const listener = new pg.Client({ connectionString: db });
     await listener.connect();
     const payloads: string[] = [];
-    listener.on("notification", (n) => payloads.push(n.payload ?? ""));
-    await listener.query("LISTEN cairn_wake");
+    listener.on("notification", (n) => payloads.push(n.channel === "cairn_wake" ? (n.payload ?? "") : `${n.channel} ${n.payload ?? ""}`));
+    for (const channel of ["cairn_wake", ...others]) await listener.query(`LISTEN ${channel}`);
     try {
       await body();
       await new Promise((resolve) => setTimeout(resolve, 200));
@@ -50,21 +53,31 @@ describe.each(BACKENDS)("dispatch at enqueue on $name", (backend) => {
     // producer in another process is heard at the next poll); on PostgreSQL the enqueue's NOTIFY does.
     const executor = await declare(db, true);
     const producer = executor;
-    const { rows: executors } = await executor.cairn.query("SELECT id FROM cairn_executors");
+    const { rows: executors } = await executor.cairn.query(
+      "SELECT e.id, e.backend_pid, eq.wake_channel FROM cairn_executors e JOIN cairn_executor_queues eq ON eq.executor_id = e.id",
+    );
     const executorId = String(executors[0]!.id);
+    // PostgreSQL: the executor hears its own dispatches on its session's channel; SQLite has none.
+    const channel = backend.name === "postgres" ? `cairn_wake_${String(executors[0]!.backend_pid)}` : null;
+    expect(executors[0]!.wake_channel ?? null).toBe(channel);
 
     let handle: Awaited<ReturnType<typeof producer.send.enqueue>> | undefined;
-    const wakes = await wakesDuring(db, async () => {
-      handle = await producer.send.enqueue("mail", { to: "ada@example.com" }, { id: "mail-1" });
-      expect(await handle.result()).toBe("sent to ada@example.com");
-    });
+    const wakes = await wakesDuring(
+      db,
+      async () => {
+        handle = await producer.send.enqueue("mail", { to: "ada@example.com" }, { id: "mail-1" });
+        expect(await handle.result()).toBe("sent to ada@example.com");
+      },
+      channel === null ? [] : [channel],
+    );
     const { rows } = await executor.cairn.query(
       "SELECT executor_id, policy, dispatched_at - enqueued_at AS waited FROM cairn_queue_runs WHERE run_id = 'mail-1'",
     );
     expect(rows[0]).toMatchObject({ executor_id: executorId, policy: "fifo" });
     if (backend.name === "postgres") {
-      // Decided by the enqueue itself: one wake-up, naming the executor; no dispatch pass asked of anyone.
-      expect(wakes.filter((w) => w.startsWith("queue:") || w.startsWith("dispatched:"))).toEqual([`dispatched:${executorId}`]);
+      // Decided by the enqueue itself: one wake-up, naming the executor, on its own channel (no
+      // other executor is woken); no dispatch pass asked of anyone.
+      expect(wakes.filter((w) => /^(\S+ )?(queue|dispatched):/.test(w))).toEqual([`${channel} dispatched:${executorId}`]);
       expect(Number(rows[0]!.waited)).toBe(0);
     }
   });

@@ -107,6 +107,7 @@ describe.each(BACKENDS)("a database from before layers, on $name", (backend) => 
       "cron 1 schedules",
       "queues 1 queues",
       "queues 2 delayed starts by time",
+      "queues 3 wake channels",
       "supervision 1 supervision",
       "telemetry 1 trace contexts",
     ]);

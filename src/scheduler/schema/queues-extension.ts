@@ -85,6 +85,17 @@ export const QUEUES_EXTENSION: StoreExtension = {
         `CREATE INDEX cairn_queue_runs_delayed ON cairn_queue_runs (queue, not_before) WHERE dispatched_at IS NULL AND not_before IS NOT NULL`,
       ],
     },
+    {
+      version: 3,
+      name: "wake channels",
+      statements: [
+        // Where the executor hears of the runs dispatched to it (PostgreSQL: its session's own
+        // NOTIFY channel), so a dispatch wakes that executor and not every one. NULL — SQLite, an
+        // executor registered while its session was lost, an older Cairn — means the shared
+        // channel, which every executor hears.
+        `ALTER TABLE cairn_executor_queues ADD COLUMN wake_channel TEXT`,
+      ],
+    },
   ],
   tables: ["cairn_queues", "cairn_queue_runs", "cairn_executor_queues", "cairn_executor_partitions"],
   stepKinds: [],

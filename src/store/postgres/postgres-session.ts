@@ -8,11 +8,23 @@ interface Connected {
 }
 
 /**
+ * The channel a session hears the wake-ups meant for it alone (`cairn_wake_<backend pid>`): a
+ * dispatch that gives a run to one executor notifies that executor's session instead of every
+ * executor's (the scheduler's `cairn_executor_queues.wake_channel`). A pid names one session at a
+ * time; a session that reused a dead one's pid hears a wake-up naming an executor id not its own,
+ * which its executor ignores (wake-payloads.ts).
+ */
+export function ownWakeChannel(pid: number): string {
+  return `${WAKE_CHANNEL}_${pid}`;
+}
+
+/**
  * One dedicated connection a store keeps for its lifetime, outside the pool. It is the executor's
  * liveness: its backend pid goes into the executor's row, and when the process dies (`kill -9`
  * included) the kernel closes the socket, the server ends the session, and other executors see the
  * pid vanish from `pg_stat_activity` at once — no lease has to lapse. It also LISTENs on
- * `cairn_wake`.
+ * `cairn_wake` (every executor's wake-ups) and on its own channel (`ownWakeChannel`: the runs
+ * dispatched to this executor).
  *
  * Opened on first use (a CLI that only reads never opens it). When it is lost — the server
  * restarted, the network dropped, someone ran `pg_terminate_backend` — the wake listeners are
@@ -43,6 +55,11 @@ export class PostgresSession {
   /** The backend pid of the session as it is now: null while it is lost and being reopened. */
   currentPid(): number | null {
     return this.live?.pid ?? null;
+  }
+
+  /** The channel this session listens on for wake-ups meant for it alone; null while it is lost. */
+  currentOwnChannel(): string | null {
+    return this.live === null ? null : ownWakeChannel(this.live.pid);
   }
 
   /**
@@ -113,14 +130,18 @@ export class PostgresSession {
     const lost = (): void => this.lost(client);
     client.on("error", lost);
     client.on("end", lost);
+    let own: string | null = null;
     client.on("notification", (message) => {
-      if (message.channel === WAKE_CHANNEL) this.wake(message.payload);
+      if (message.channel === WAKE_CHANNEL || message.channel === own) this.wake(message.payload);
     });
     try {
       await client.connect();
-      await client.query(`LISTEN ${WAKE_CHANNEL}`);
       const result = await client.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
-      return { client, pid: result.rows[0]!.pid };
+      const pid = result.rows[0]!.pid;
+      own = ownWakeChannel(pid);
+      // Both before the pid is known to anyone: nothing can be dispatched to it unheard.
+      await client.query(`LISTEN ${WAKE_CHANNEL}; LISTEN ${own}`);
+      return { client, pid };
     } catch (error) {
       client.removeListener("end", lost);
       client.removeListener("error", lost);

@@ -524,6 +524,10 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
     this.session.onWake(listener);
   }
 
+  currentOwnChannel(): string | null {
+    return this.session.currentOwnChannel();
+  }
+
   /** Runs a one-statement flush on the writer (HeldClient: only one flush is in flight at a time). */
   private onWriter<T>(fn: (client: PoolClient) => Promise<T>): Promise<T> {
     return this.writer.use(fn);
