@@ -1,0 +1,123 @@
+import { fork, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import pg from "pg";
+import { Cairn } from "../../src/index.js";
+import { ScratchPostgres } from "./scratch-databases.js";
+import { percentile } from "./stats.js";
+
+/**
+ * `npm run build:tools && node .tmp/tools/tools/bench/wake-herd.js [--executors 8] [--runs 1000] [--postgres <url>]`
+ *
+ * What a dispatch costs the fleet that does not get the run (PostgreSQL). `executors` processes
+ * serve one queue (FIFO: one of them gets every run); a producer enqueues `runs` runs one at a
+ * time, 5 ms apart, then waits until all have finished. Reported: the CPU every executor process
+ * used over that window (user + system, from /proc, per run), and the producer's enqueue call
+ * (p50, p99). A dispatch that wakes every executor costs each of them a wake-up, a parse and a
+ * look per run; one that wakes only the executor it chose costs the others nothing. Compare two
+ * builds by running each (the figures are of one machine, so alternate them).
+ */
+
+const LOCAL_POSTGRES = "postgres://postgres@127.0.0.1:5432/cairn_test";
+const QUEUE = "herd";
+const PACE_MS = 5;
+
+function declare(cairn: Cairn) {
+  cairn.queue(QUEUE, { workerConcurrency: 16 });
+  return cairn.workflow("herd", async (ctx, n: number) => ctx.step("double", () => n * 2));
+}
+
+/** An executor process: serves the queue until told to stop. */
+async function executor(database: string): Promise<void> {
+  const cairn = new Cairn({ database });
+  declare(cairn);
+  await cairn.launch();
+  process.send!("up");
+  process.once("message", () => void cairn.shutdown().then(() => process.exit(0)));
+}
+
+/** CPU time (ms) the processes have used so far, user + system (Linux /proc, 10 ms ticks). */
+function cpuMs(children: ChildProcess[]): number {
+  return children.reduce((sum, child) => {
+    const fields = readFileSync(`/proc/${child.pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    return sum + (Number(fields[11]) + Number(fields[12])) * 10;
+  }, 0);
+}
+
+async function measure(database: string, executors: number, runs: number): Promise<void> {
+  const setup = new Cairn({ database });
+  declare(setup);
+  await setup.query("SELECT 1"); // migrated before the executors race to do it
+  const self = fileURLToPath(import.meta.url);
+  const children: ChildProcess[] = [];
+  const reader = new pg.Client({ connectionString: database });
+  await reader.connect();
+  const producer = new Cairn({ database });
+  const workflow = declare(producer);
+  try {
+    for (let k = 0; k < executors; k++) {
+      const child = fork(self, ["--child", database]);
+      children.push(child);
+      await new Promise((resolve) => child.once("message", resolve));
+    }
+    const finished = async (n: number) => {
+      for (;;) {
+        const { rows } = await reader.query<{ n: number }>("SELECT count(*)::int AS n FROM cairn_runs WHERE status = 'succeeded'");
+        if (rows[0]!.n >= n) return;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    };
+    const enqueueAll = async (prefix: string, count: number): Promise<number[]> => {
+      const calls: number[] = [];
+      for (let i = 0; i < count; i++) {
+        const begin = performance.now();
+        await workflow.enqueue(QUEUE, i, { id: `${prefix}-${i}` });
+        calls.push(performance.now() - begin);
+        await new Promise((resolve) => setTimeout(resolve, PACE_MS));
+      }
+      return calls;
+    };
+    await enqueueAll("warm", 100);
+    await finished(100);
+    const before = cpuMs(children);
+    const calls = (await enqueueAll("run", runs)).sort((a, b) => a - b);
+    await finished(100 + runs);
+    const used = cpuMs(children) - before;
+    console.log(
+      `${executors} executors, ${runs} runs enqueued one at a time: the executors' CPU ${Math.round((used * 1000) / runs)} µs a run (all ${executors} processes); ` +
+        `enqueue call p50 ${percentile(calls, 50).toFixed(2)} ms, p99 ${percentile(calls, 99).toFixed(2)} ms`,
+    );
+  } finally {
+    for (const child of children) child.send("stop");
+    await Promise.all(children.map((child) => new Promise((resolve) => (child.exitCode === null ? child.once("exit", resolve) : resolve(null)))));
+    await producer.shutdown();
+    await setup.shutdown();
+    await reader.end();
+  }
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: { executors: { type: "string" }, runs: { type: "string" }, postgres: { type: "string" }, child: { type: "string" } },
+  });
+  if (values.child !== undefined) return executor(values.child);
+  const executors = Number(values.executors ?? 8);
+  const runs = Number(values.runs ?? 1000);
+  if (!Number.isInteger(executors) || executors < 1) throw new Error(`--executors must be an integer ≥ 1, got ${values.executors}`);
+  if (!Number.isInteger(runs) || runs < 1) throw new Error(`--runs must be an integer ≥ 1, got ${values.runs}`);
+  const url = values.postgres ?? process.env.CAIRN_BENCH_POSTGRES_URL ?? LOCAL_POSTGRES;
+  const connected = await ScratchPostgres.connect(url);
+  if (!("server" in connected)) throw new Error(`PostgreSQL at ${url} is unreachable (${connected.unreachable})`);
+  const scratch = await connected.server.fresh();
+  try {
+    await measure(scratch.database, executors, runs);
+  } finally {
+    await scratch.dispose();
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
