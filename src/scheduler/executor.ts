@@ -88,6 +88,14 @@ export class Executor implements ExecutionHost {
    * reads every queued run to leave them alone (they are all `enqueued`).
    */
   private claimWanted = true;
+  /**
+   * Whether the next pass dispatches the queues (and reads the runs peers gave us): every pass
+   * but one asked for only because a run became claimable (a `claimable` wake-up: a start, a
+   * message, a timer set in the past, a child's end), which has nothing for a queue — with
+   * several executors, every one of them heard that wake-up, and each made a dispatch call and a
+   * read of its assigned runs for nothing.
+   */
+  private dispatchWanted = true;
   /** A read of the runs dispatched to us is in flight (pokeAssigned), and whether another was asked for meanwhile. */
   private assignedReading = false;
   private assignedAgain = false;
@@ -273,7 +281,15 @@ export class Executor implements ExecutionHost {
   poke(periodic = false, dispatchOnly = false): void {
     if (!this.started) return;
     if (!dispatchOnly) this.claimWanted = true;
+    this.dispatchWanted = true;
     this.schedulePass(periodic);
+  }
+
+  /** A pass that claims and nothing else (a `claimable` wake-up): see dispatchWanted. */
+  private pokeClaim(): void {
+    if (!this.started) return;
+    this.claimWanted = true;
+    this.schedulePass(false);
   }
 
   /**
@@ -321,11 +337,12 @@ export class Executor implements ExecutionHost {
   /**
    * A wake-up asks for the pass it names (wake-payloads.ts): a run enqueued, a dispatch; runs given
    * to us, reading them and nothing else (the dispatcher — a peer, or an enqueue deciding its own
-   * run — passes again itself when there is more); runs given to peers only, nothing here. Any
-   * other, a whole pass.
+   * run — passes again itself when there is more); runs given to peers only, nothing here; a run
+   * made claimable, a claim. Any other, a whole pass.
    */
   private woken(wake: Wake): void {
     if (wake.kind === "any") return this.poke();
+    if (wake.kind === "claimable") return this.pokeClaim();
     if (wake.kind === "dispatched") {
       if (wake.executorIds.includes(this.executorId)) this.pokeAssigned();
       return;
@@ -441,7 +458,9 @@ export class Executor implements ExecutionHost {
       do {
         this.claimAgain = false;
         const claiming = this.claimWanted || periodic;
+        const dispatching = this.dispatchWanted || periodic;
         this.claimWanted = false;
+        this.dispatchWanted = false;
         const now = this.clock.now();
         let dead: DeadExecutor[] = [];
         if (periodic || now - this.lastDeathCheck >= this.options.pollIntervalMs) {
@@ -457,9 +476,9 @@ export class Executor implements ExecutionHost {
         // started runs to come back (a round trip, and a commit when it claims). The runs it
         // dispatched here are loaded before the claim counts what is free.
         const queues = this.options.queues;
-        if (queues !== undefined && !(await this.dispatchQueues(now, queues, claiming))) {
+        if (queues !== undefined && dispatching && !(await this.dispatchQueues(now, queues, claiming))) {
           this.lastDeathCheck = -Infinity; // our row is gone: re-register first, as after a claim
-          this.claimAgain = this.claimWanted = true;
+          this.claimAgain = this.claimWanted = this.dispatchWanted = true;
           continue;
         }
         const capacity = this.options.maxConcurrentRuns - this.executions.size;
@@ -469,7 +488,7 @@ export class Executor implements ExecutionHost {
           // before any other claim — a run claimed under the old id would be taken over while it
           // runs here, its steps run twice.
           this.lastDeathCheck = -Infinity;
-          this.claimAgain = this.claimWanted = true;
+          this.claimAgain = this.claimWanted = this.dispatchWanted = true;
           continue;
         }
         // Only if each still has the heartbeat it was judged by: one that woke up meanwhile keeps its row.
@@ -538,7 +557,7 @@ export class Executor implements ExecutionHost {
     for (const decision of outcome.decisions) {
       if (decision.executorId !== this.executorId) executorsById.get(decision.executorId)?.poke();
     }
-    if (outcome.more) this.claimAgain = true;
+    if (outcome.more) this.claimAgain = this.dispatchWanted = true;
     if (outcome.nextWakeAt !== null) this.wakeAt(outcome.nextWakeAt);
     if (outcome.contended) this.retryContended();
     if (queues.served().length === 0) return true;

@@ -1,5 +1,7 @@
+import { CLAIMABLE_WAKE } from "../store/postgres/postgres-writes.js";
+
 /**
- * What a queue's wake-up says (PostgreSQL: the payload of its NOTIFY on `cairn_wake`), so that an
+ * What a wake-up says (PostgreSQL: the payload of its NOTIFY on `cairn_wake`), so that an
  * executor does only the pass it calls for instead of a whole one (claim, dispatch, the runs given
  * to it, the next timer) in every executor at every wake-up:
  *
@@ -8,11 +10,14 @@
  *   load them; nobody else has anything to do. Sent on each named executor's own channel (its
  *   session's, `cairn_executor_queues.wake_channel`), so nobody else even wakes; on the shared
  *   channel only for executors without one (older Cairns), named together.
+ * - `claimable` — a write made a run claimable (a start, a message to a waiting run, a timer set in
+ *   the past, a child's end waking its parent; the store's writes, CLAIMABLE_WAKE): a claim is all
+ *   it asks for, not a dispatch of the queues.
  * - anything else, or none (the channel was lost) — anything may have happened: a whole pass.
  *
  * A wake-up is a hint, never the only way work is found: every executor still polls.
  */
-export type Wake = { kind: "queue" } | { kind: "dispatched"; executorIds: string[] } | { kind: "any" };
+export type Wake = { kind: "queue" } | { kind: "dispatched"; executorIds: string[] } | { kind: "claimable" } | { kind: "any" };
 
 export const QUEUE_WAKE_PREFIX = "queue:";
 export const DISPATCHED_WAKE_PREFIX = "dispatched:";
@@ -26,5 +31,6 @@ export const MAX_WAKE_PAYLOAD = 7_900;
 export function wakeOf(payload: string | undefined): Wake {
   if (payload?.startsWith(QUEUE_WAKE_PREFIX)) return { kind: "queue" };
   if (payload?.startsWith(DISPATCHED_WAKE_PREFIX)) return { kind: "dispatched", executorIds: payload.slice(DISPATCHED_WAKE_PREFIX.length).split(",") };
+  if (payload === CLAIMABLE_WAKE) return { kind: "claimable" };
   return { kind: "any" };
 }

@@ -45,7 +45,7 @@ describe.each(BACKENDS)("wake channels on $name", (backend) => {
     } finally {
       await listener.end();
     }
-    return payloads.filter((p) => / (dispatched|queue):/.test(p));
+    return payloads.filter((p) => / (dispatched:|queue:|claimable$)/.test(p));
   }
 
   it("records each executor's own channel with the queues it serves (PostgreSQL), none on SQLite", async () => {
@@ -89,5 +89,23 @@ describe.each(BACKENDS)("wake channels on $name", (backend) => {
       });
       expect(wakes).toEqual([`cairn_wake dispatched:${workerId}`]);
     }
+  });
+
+  it.skipIf(backend.name !== "postgres")("a start says `claimable`: executors claim it at once, and still dispatch the queue after", async () => {
+    const db = await env.database();
+    const { channel, workerId, send } = await fleet(db);
+    const client = env.cairn(db);
+    const plain = client.workflow("job", async (ctx, n: number) => ctx.step("double", () => n * 2));
+    const started = await heard(db, ["cairn_wake", channel!], async () => {
+      const handle = await plain.start(3, { id: "started" });
+      expect(await handle.result()).toBe(6); // claimed by the worker (polls are a minute apart)
+    });
+    expect(started).toEqual(["cairn_wake claimable"]);
+    // The passes that claimed it dispatched nothing; an enqueue after them is dispatched as ever.
+    const enqueued = await heard(db, ["cairn_wake", channel!], async () => {
+      const handle = await send.enqueue("jobs", 4, { id: "after", dedupKey: "after" });
+      expect(await handle.result()).toBe(8);
+    });
+    expect(enqueued).toEqual([`${channel} dispatched:${workerId}`]);
   });
 });

@@ -9,6 +9,12 @@ type Db = ClientBase;
 
 /** Channel that wakes listening executors: a run became claimable or a waiting run has news. */
 export const WAKE_CHANNEL = "cairn_wake";
+/**
+ * The payload of the NOTIFY a write sends when it made a run claimable (below): listeners claim,
+ * and need not dispatch their queues for it (the scheduler's wake-payloads.ts). Other wake-ups of
+ * the store (`notifyWake`: a resume, a dispatch by a user policy) say nothing: a whole pass.
+ */
+export const CLAIMABLE_WAKE = "claimable";
 
 /**
  * The step rows of a batch statement (`stepColumns`: $3–$19, one array per column, `c` the commit's
@@ -52,8 +58,8 @@ const UPSERT_STEP_ROWS = `INSERT INTO cairn_steps (run_id, seq, name, kind, stat
  *   the two transactions waits for the other and then sees its write.
  * - The rows a transaction will write are locked first, in id order (`lockRuns`), so that
  *   concurrent batches wait for each other instead of deadlocking.
- * - Writes that make a run claimable `NOTIFY cairn_wake` inside the transaction, so listening
- *   executors hear of it as it commits.
+ * - Writes that make a run claimable `NOTIFY cairn_wake` (payload `claimable`) inside the
+ *   transaction, so listening executors hear of it as it commits.
  *
  * Every method except `stepBatch` runs inside a transaction its caller opened.
  */
@@ -231,7 +237,7 @@ export class PostgresWrites {
                FROM (SELECT parent_id, max(at) AS at FROM d WHERE parent_id IS NOT NULL GROUP BY parent_id) d
                WHERE cairn_runs.id = d.parent_id AND cairn_runs.id NOT IN (SELECT id FROM x)
                RETURNING status = 'waiting' AS woke),
-             n AS (SELECT pg_notify('${WAKE_CHANNEL}', '') WHERE EXISTS (SELECT 1 FROM w WHERE woke)),
+             n AS (SELECT pg_notify('${WAKE_CHANNEL}', '${CLAIMABLE_WAKE}') WHERE EXISTS (SELECT 1 FROM w WHERE woke)),
              a AS (${asynchronousCommit("$32")})
            SELECT c FROM f, (SELECT count(*) FROM n) AS notified, (SELECT count(*) FROM a) AS asynchronous`,
       values: [
@@ -326,7 +332,7 @@ export class PostgresWrites {
                  updated_at = $4, executor_id = NULL, wake_at = NULL
                WHERE id = $8 AND executor_id = $9 AND status = 'running' RETURNING parent_id),
              w AS (${wakeRun("(SELECT parent_id FROM f)", "$4")} RETURNING status = 'waiting' AS woke),
-             n AS (SELECT pg_notify('${WAKE_CHANNEL}', '') FROM w WHERE woke),
+             n AS (SELECT pg_notify('${WAKE_CHANNEL}', '${CLAIMABLE_WAKE}') FROM w WHERE woke),
              a AS (${asynchronousCommit("$10")})
            SELECT (SELECT count(*) FROM f)::int AS held, (SELECT count(*) FROM n)::int AS notified, (SELECT count(*) FROM a) AS asynchronous`,
       values: [...payloadValues(op.output, op.at), op.status, output, op.error, op.runId, fence.executorId, asynchronous],
@@ -352,7 +358,7 @@ export class PostgresWrites {
                    INSERT INTO cairn_messages (id, run_id, topic, body, body_hash, sender, position, created_at)
                    VALUES ($5, $6, $7, $8, $1, $9, $10, $4) ON CONFLICT (id) DO NOTHING RETURNING run_id),
                  w AS (${wakeRun("(SELECT run_id FROM i)", "$4")})
-             SELECT pg_notify('${WAKE_CHANNEL}', '') FROM i`,
+             SELECT pg_notify('${WAKE_CHANNEL}', '${CLAIMABLE_WAKE}') FROM i`,
           values: [...payloadValues(m.body, m.createdAt), m.id, m.runId, m.topic, body, m.sender, position],
         });
         return;
@@ -379,7 +385,7 @@ export class PostgresWrites {
                      updated_at = $4, executor_id = NULL, wake_at = NULL
                    WHERE id = $8 RETURNING parent_id),
                  w AS (${wakeRun("(SELECT parent_id FROM f)", "$4")} RETURNING status = 'waiting' AS woke)
-             SELECT pg_notify('${WAKE_CHANNEL}', '') FROM w WHERE woke`,
+             SELECT pg_notify('${WAKE_CHANNEL}', '${CLAIMABLE_WAKE}') FROM w WHERE woke`,
           values: [...payloadValues(op.output, op.at), op.status, output, op.error, op.runId],
         });
         return;
@@ -424,7 +430,7 @@ export class PostgresWrites {
                                 AND c.status IN ('succeeded', 'failed', 'cancelled')) THEN $2
                    ELSE $3::bigint END
                WHERE id = $1 RETURNING wake_at)
-           SELECT pg_notify('${WAKE_CHANNEL}', '') FROM s WHERE wake_at <= $2`,
+           SELECT pg_notify('${WAKE_CHANNEL}', '${CLAIMABLE_WAKE}') FROM s WHERE wake_at <= $2`,
       values: [runId, now, wait.wakeAt, wait.topics, wait.childRunIds],
     });
   }
@@ -437,7 +443,7 @@ export class PostgresWrites {
     await db.query({
       name: "cairn_wake_parent",
       text: `WITH w AS (${wakeRun("(SELECT parent_id FROM cairn_runs WHERE id = $2)", "$1")})
-             SELECT pg_notify('${WAKE_CHANNEL}', '')`,
+             SELECT pg_notify('${WAKE_CHANNEL}', '${CLAIMABLE_WAKE}')`,
       values: [at, runId],
     });
   }
@@ -514,7 +520,7 @@ export class PostgresWrites {
                FROM v ORDER BY id, n
                ON CONFLICT (id) DO NOTHING
                RETURNING id, status),
-             n AS (SELECT pg_notify('${WAKE_CHANNEL}', '') WHERE EXISTS (SELECT 1 FROM i WHERE status = 'enqueued'))
+             n AS (SELECT pg_notify('${WAKE_CHANNEL}', '${CLAIMABLE_WAKE}') WHERE EXISTS (SELECT 1 FROM i WHERE status = 'enqueued'))
            SELECT id FROM i UNION ALL SELECT NULL FROM n`,
       values: [
         runs.map((r) => r.id),
@@ -553,7 +559,7 @@ export class PostgresWrites {
                  executor_id, deadline_at, created_at, updated_at, forked_from, forked_from_seq)
                VALUES ($5, $6, $7, $8, $1, $9, $10, $11, $12, $13, $14, $4, $4, $15, $16) ON CONFLICT (id) DO NOTHING
                RETURNING id, status),
-             n AS (SELECT pg_notify('${WAKE_CHANNEL}', '') FROM i WHERE status = 'enqueued')
+             n AS (SELECT pg_notify('${WAKE_CHANNEL}', '${CLAIMABLE_WAKE}') FROM i WHERE status = 'enqueued')
            SELECT id FROM i UNION ALL SELECT NULL FROM n`,
       values: [
         ...payloadValues(run.input, run.createdAt),
