@@ -8,15 +8,17 @@ import { ScratchPostgres } from "./scratch-databases.js";
 import { percentile } from "./stats.js";
 
 /**
- * `npm run build:tools && node .tmp/tools/tools/bench/wake-herd.js [--executors 8] [--runs 1000] [--postgres <url>]`
+ * `npm run build:tools && node .tmp/tools/tools/bench/wake-herd.js [--executors 8] [--runs 1000] [--start] [--postgres <url>]`
  *
  * What a dispatch costs the fleet that does not get the run (PostgreSQL). `executors` processes
  * serve one queue (FIFO: one of them gets every run); a producer enqueues `runs` runs one at a
  * time, 5 ms apart, then waits until all have finished. Reported: the CPU every executor process
  * used over that window (user + system, from /proc, per run), and the producer's enqueue call
  * (p50, p99). A dispatch that wakes every executor costs each of them a wake-up, a parse and a
- * look per run; one that wakes only the executor it chose costs the others nothing. Compare two
- * builds by running each (the figures are of one machine, so alternate them).
+ * look per run; one that wakes only the executor it chose costs the others nothing. `--start`:
+ * the producer calls `start()` instead (the implicit default queue: every executor may claim the
+ * run, and every one is woken to try). Compare two builds by running each (the figures are of one
+ * machine, so alternate them).
  */
 
 const LOCAL_POSTGRES = "postgres://postgres@127.0.0.1:5432/cairn_test";
@@ -45,7 +47,7 @@ function cpuMs(children: ChildProcess[]): number {
   }, 0);
 }
 
-async function measure(database: string, executors: number, runs: number): Promise<void> {
+async function measure(database: string, executors: number, runs: number, start: boolean): Promise<void> {
   const setup = new Cairn({ database });
   declare(setup);
   await setup.query("SELECT 1"); // migrated before the executors race to do it
@@ -72,7 +74,8 @@ async function measure(database: string, executors: number, runs: number): Promi
       const calls: number[] = [];
       for (let i = 0; i < count; i++) {
         const begin = performance.now();
-        await workflow.enqueue(QUEUE, i, { id: `${prefix}-${i}` });
+        if (start) await workflow.start(i, { id: `${prefix}-${i}` });
+        else await workflow.enqueue(QUEUE, i, { id: `${prefix}-${i}` });
         calls.push(performance.now() - begin);
         await new Promise((resolve) => setTimeout(resolve, PACE_MS));
       }
@@ -85,8 +88,8 @@ async function measure(database: string, executors: number, runs: number): Promi
     await finished(100 + runs);
     const used = cpuMs(children) - before;
     console.log(
-      `${executors} executors, ${runs} runs enqueued one at a time: the executors' CPU ${Math.round((used * 1000) / runs)} µs a run (all ${executors} processes); ` +
-        `enqueue call p50 ${percentile(calls, 50).toFixed(2)} ms, p99 ${percentile(calls, 99).toFixed(2)} ms`,
+      `${executors} executors, ${runs} runs ${start ? "started" : "enqueued"} one at a time: the executors' CPU ${Math.round((used * 1000) / runs)} µs a run (all ${executors} processes); ` +
+        `${start ? "start" : "enqueue"} call p50 ${percentile(calls, 50).toFixed(2)} ms, p99 ${percentile(calls, 99).toFixed(2)} ms`,
     );
   } finally {
     for (const child of children) child.send("stop");
@@ -99,7 +102,13 @@ async function measure(database: string, executors: number, runs: number): Promi
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { executors: { type: "string" }, runs: { type: "string" }, postgres: { type: "string" }, child: { type: "string" } },
+    options: {
+      executors: { type: "string" },
+      runs: { type: "string" },
+      start: { type: "boolean", default: false },
+      postgres: { type: "string" },
+      child: { type: "string" },
+    },
   });
   if (values.child !== undefined) return executor(values.child);
   const executors = Number(values.executors ?? 8);
@@ -111,7 +120,7 @@ async function main(): Promise<void> {
   if (!("server" in connected)) throw new Error(`PostgreSQL at ${url} is unreachable (${connected.unreachable})`);
   const scratch = await connected.server.fresh();
   try {
-    await measure(scratch.database, executors, runs);
+    await measure(scratch.database, executors, runs, values.start ?? false);
   } finally {
     await scratch.dispose();
   }
