@@ -482,7 +482,8 @@ export class Executor implements ExecutionHost {
           continue;
         }
         const capacity = this.options.maxConcurrentRuns - this.executions.size;
-        if (capacity > 0 && (claiming || dead.length > 0) && !(await this.claimAndLoad(now, dead, capacity))) {
+        const took = capacity > 0 && (claiming || dead.length > 0) ? await this.claimAndLoad(now, dead, capacity) : 0;
+        if (took === null) {
           // Our row is gone: peers presumed us dead (we were paused past the lease, or the database
           // was unreachable) and nothing was claimed. Re-register under a new identity at once,
           // before any other claim — a run claimed under the old id would be taken over while it
@@ -494,8 +495,11 @@ export class Executor implements ExecutionHost {
         // Only if each still has the heartbeat it was judged by: one that woke up meanwhile keeps its row.
         if (dead.length > 0) await this.store.removeDeadExecutors(dead);
         // A pass that only dispatched leaves the timers as they were: a run that went to sleep here
-        // armed its own (RunLifecycle), and any claiming pass reads the earliest wake-up again.
-        if (claiming || dead.length > 0) {
+        // armed its own (RunLifecycle), and any claiming pass reads the earliest wake-up again — but
+        // a claim-only pass (a `claimable` wake-up) that took nothing changed no timer either: with
+        // several executors woken by the same start, all but one take nothing, and each read it for
+        // nothing. Whole and periodic passes still read it.
+        if ((claiming && (dispatching || took > 0)) || dead.length > 0) {
           const next = await this.store.nextWakeAt(this.options.recoverAllVersions ? null : this.options.appVersion);
           if (next !== null) this.wakeAt(next);
         }
@@ -508,8 +512,8 @@ export class Executor implements ExecutionHost {
     }
   }
 
-  /** Claims up to `capacity` runs and loads them; false when our executor row is gone (nothing claimed). */
-  private claimAndLoad(now: number, dead: DeadExecutor[], capacity: number): Promise<boolean> {
+  /** Claims up to `capacity` runs and loads them: how many it took, or null when our executor row is gone (nothing claimed). */
+  private claimAndLoad(now: number, dead: DeadExecutor[], capacity: number): Promise<number | null> {
     return this.handout(async (claimedAt) => {
       const runs = await this.store.claimRuns({
         executorId: this.executorId,
@@ -520,7 +524,7 @@ export class Executor implements ExecutionHost {
         limit: capacity,
       });
       this.saturated = runs !== null && runs.length >= capacity;
-      if (runs === null) return false;
+      if (runs === null) return null;
       await Promise.all(
         runs.map(async (run) => {
           try {
@@ -533,7 +537,7 @@ export class Executor implements ExecutionHost {
           }
         }),
       );
-      return true;
+      return runs.length;
     });
   }
 
