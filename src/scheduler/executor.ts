@@ -96,6 +96,14 @@ export class Executor implements ExecutionHost {
    * read of its assigned runs for nothing.
    */
   private dispatchWanted = true;
+  /**
+   * A start woke this executor alone (a `claim` wake-up, CLAIM_WAKE): the next claim passes the
+   * wake-up on to every executor (`notifyClaimable`) unless it shows there is nothing left for
+   * them — it took runs and still had room. Taking nothing means it could not take the run (it is
+   * full, or does not know the run's workflow) or a peer's poll got there first; filling every
+   * free slot means more may be waiting (a burst of starts).
+   */
+  private passOnWanted = false;
   /** A read of the runs dispatched to us is in flight (pokeAssigned), and whether another was asked for meanwhile. */
   private assignedReading = false;
   private assignedAgain = false;
@@ -165,12 +173,14 @@ export class Executor implements ExecutionHost {
     // before this executor exists anywhere.
     await this.options.queues?.sync(now);
     this.renewedAt = Date.now();
+    const backendPid = await this.sessionPid();
     const row: ExecutorRow = {
       id: this.executorId,
       hostname: hostname(),
       pid: process.pid,
       pidNamespace: pidNamespace(),
-      backendPid: await this.sessionPid(),
+      backendPid,
+      wakeChannel: this.wakeChannelOf(backendPid),
       appVersion: this.options.appVersion,
       startedAt: now,
       heartbeatAt: now,
@@ -342,7 +352,10 @@ export class Executor implements ExecutionHost {
    */
   private woken(wake: Wake): void {
     if (wake.kind === "any") return this.poke();
-    if (wake.kind === "claimable") return this.pokeClaim();
+    if (wake.kind === "claimable") {
+      if (wake.passOn) this.passOnWanted = true;
+      return this.pokeClaim();
+    }
     if (wake.kind === "dispatched") {
       if (wake.executorIds.includes(this.executorId)) this.pokeAssigned();
       return;
@@ -459,8 +472,10 @@ export class Executor implements ExecutionHost {
         this.claimAgain = false;
         const claiming = this.claimWanted || periodic;
         const dispatching = this.dispatchWanted || periodic;
+        const passingOn = this.passOnWanted;
         this.claimWanted = false;
         this.dispatchWanted = false;
+        this.passOnWanted = false;
         const now = this.clock.now();
         let dead: DeadExecutor[] = [];
         if (periodic || now - this.lastDeathCheck >= this.options.pollIntervalMs) {
@@ -490,8 +505,10 @@ export class Executor implements ExecutionHost {
           // runs here, its steps run twice.
           this.lastDeathCheck = -Infinity;
           this.claimAgain = this.claimWanted = this.dispatchWanted = true;
+          this.passOnWanted ||= passingOn;
           continue;
         }
+        if (passingOn && (took === 0 || this.saturated)) this.passOn();
         // Only if each still has the heartbeat it was judged by: one that woke up meanwhile keeps its row.
         if (dead.length > 0) await this.store.removeDeadExecutors(dead);
         // A pass that only dispatched leaves the timers as they were: a run that went to sleep here
@@ -510,6 +527,14 @@ export class Executor implements ExecutionHost {
       this.claiming = false;
       if (once && this.claimAgain) this.poke();
     }
+  }
+
+  /** A start woke us alone and we could not show that nothing is left for the others: wake them all (passOnWanted). */
+  private passOn(): void {
+    this.store.capabilities.wakeNotifications?.notifyClaimable().catch((error: unknown) => {
+      // Lost, the wake-up leaves the run to the next poll, as any lost wake-up does.
+      if (this.started && !isTransientStoreError(error)) this.options.onError(error);
+    });
   }
 
   /** Claims up to `capacity` runs and loads them: how many it took, or null when our executor row is gone (nothing claimed). */
@@ -819,6 +844,12 @@ export class Executor implements ExecutionHost {
     return this.store.capabilities.sessionLiveness?.sessionPid() ?? null;
   }
 
+  /** The channel the session with this pid hears our own wake-ups on (recorded with the pid it comes from). */
+  private wakeChannelOf(sessionPid: number | null): string | null {
+    const notifications = this.store.capabilities.wakeNotifications;
+    return sessionPid === null || notifications === null ? null : notifications.ownChannelOf(sessionPid);
+  }
+
   /**
    * Re-registers when what peers judge our life by no longer holds: the database session whose pid
    * is in our row was lost (peers see that pid gone), or our row itself is gone (a peer presumed us
@@ -835,7 +866,7 @@ export class Executor implements ExecutionHost {
     // runs peers have taken (and whose later claims they would take as orphans).
     if (!rowGone && registration.backendPid === null && sessionPid !== null) {
       // Back from a session outage during which no peer could judge us by a pid: just show the new one.
-      this.registration = { ...registration, backendPid: sessionPid };
+      this.registration = { ...registration, backendPid: sessionPid, wakeChannel: this.wakeChannelOf(sessionPid) };
       await this.store.registerExecutor({ ...this.registration, heartbeatAt: now });
       return;
     }
@@ -851,7 +882,14 @@ export class Executor implements ExecutionHost {
    */
   private async reincarnate(now: number, sessionPid: number | null): Promise<void> {
     const old = this.registration!;
-    const row: ExecutorRow = { ...old, id: randomUUID(), backendPid: sessionPid, startedAt: now, heartbeatAt: now };
+    const row: ExecutorRow = {
+      ...old,
+      id: randomUUID(),
+      backendPid: sessionPid,
+      wakeChannel: this.wakeChannelOf(sessionPid),
+      startedAt: now,
+      heartbeatAt: now,
+    };
     this.renewedAt = Date.now();
     await this.store.registerExecutor(row);
     this.registration = row;

@@ -1,4 +1,4 @@
-import { CLAIMABLE_WAKE } from "../store/postgres/postgres-writes.js";
+import { CLAIM_WAKE, CLAIMABLE_WAKE } from "../store/postgres/postgres-writes.js";
 
 /**
  * What a wake-up says (PostgreSQL: the payload of its NOTIFY on `cairn_wake`), so that an
@@ -13,11 +13,13 @@ import { CLAIMABLE_WAKE } from "../store/postgres/postgres-writes.js";
  * - `claimable` — a write made a run claimable (a start, a message to a waiting run, a timer set in
  *   the past, a child's end waking its parent; the store's writes, CLAIMABLE_WAKE): a claim is all
  *   it asks for, not a dispatch of the queues.
+ * - `claim` — the same, sent by a start to this executor alone (its own channel, CLAIM_WAKE): if it
+ *   cannot take all that is claimable, it passes the wake-up on to everyone as `claimable`.
  * - anything else, or none (the channel was lost) — anything may have happened: a whole pass.
  *
  * A wake-up is a hint, never the only way work is found: every executor still polls.
  */
-export type Wake = { kind: "queue" } | { kind: "dispatched"; executorIds: string[] } | { kind: "claimable" } | { kind: "any" };
+export type Wake = { kind: "queue" } | { kind: "dispatched"; executorIds: string[] } | { kind: "claimable"; passOn: boolean } | { kind: "any" };
 
 export const QUEUE_WAKE_PREFIX = "queue:";
 export const DISPATCHED_WAKE_PREFIX = "dispatched:";
@@ -31,6 +33,7 @@ export const MAX_WAKE_PAYLOAD = 7_900;
 export function wakeOf(payload: string | undefined): Wake {
   if (payload?.startsWith(QUEUE_WAKE_PREFIX)) return { kind: "queue" };
   if (payload?.startsWith(DISPATCHED_WAKE_PREFIX)) return { kind: "dispatched", executorIds: payload.slice(DISPATCHED_WAKE_PREFIX.length).split(",") };
-  if (payload === CLAIMABLE_WAKE) return { kind: "claimable" };
+  if (payload === CLAIMABLE_WAKE) return { kind: "claimable", passOn: false };
+  if (payload === CLAIM_WAKE) return { kind: "claimable", passOn: true };
   return { kind: "any" };
 }

@@ -155,6 +155,14 @@ export const CORE_MIGRATIONS: readonly LayerMigration[] = [
     // once. Null for executors of an older Cairn: they take no queued runs (they never declared any).
     statements: [`ALTER TABLE cairn_executors ADD COLUMN capacity INTEGER`],
   },
+  {
+    version: 6,
+    name: "executor-wake-channel",
+    // The channel the executor's session hears wake-ups meant for it alone (PostgreSQL:
+    // `cairn_wake_<backend pid>`), so that a start wakes one executor instead of every one. Null on
+    // SQLite and for executors of an older Cairn: no write ever picks them to wake alone.
+    statements: [`ALTER TABLE cairn_executors ADD COLUMN wake_channel TEXT`],
+  },
 ];
 
 /**

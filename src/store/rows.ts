@@ -93,6 +93,7 @@ export function toExecutorRow(raw: Raw): ExecutorRow {
     startedAt: num(raw.started_at),
     heartbeatAt: num(raw.heartbeat_at),
     capacity: numOrNull(raw.capacity),
+    wakeChannel: strOrNull(raw.wake_channel),
     sessionOpen: raw.session_open === null || raw.session_open === undefined ? null : Boolean(raw.session_open),
   };
 }

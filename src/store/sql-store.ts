@@ -182,6 +182,7 @@ export abstract class SqlStore<Tx> {
         executor.startedAt,
         executor.heartbeatAt,
         executor.capacity ?? null,
+        executor.wakeChannel ?? null,
       ]),
     );
   }

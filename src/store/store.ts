@@ -273,6 +273,13 @@ export interface ExecutorRow {
   /** How many runs it may hold at once (the scheduler's Worker table); null for an older Cairn's executor. */
   capacity?: number | null;
   /**
+   * The channel its session hears the wake-ups meant for it alone (PostgreSQL: `cairn_wake_<backend
+   * pid>`), recorded with the pid it derives from; null on SQLite, while the session is lost, and
+   * for an older Cairn's executor (which listens on `cairn_wake` only). A start wakes one executor
+   * with such a channel instead of every executor (postgres-writes.ts, CLAIM_WAKE).
+   */
+  wakeChannel?: string | null;
+  /**
    * Whether the session `backendPid` names is open, read in the same statement as the row
    * (`listExecutors`, PostgreSQL): a death check costs one round trip instead of two, and an
    * executor no longer reads every session's pid at each poll. Null where there is no such pid
@@ -370,6 +377,13 @@ export interface StoreCapabilities {
      * executor it gave runs to, not every executor.
      */
     currentOwnChannel(): string | null;
+    /** The channel the session with this backend pid hears its own wake-ups on (`cairn_wake_<pid>`). */
+    ownChannelOf(backendPid: number): string;
+    /**
+     * Tells every executor that a run may be claimable (`cairn_wake`, payload `claimable`): an
+     * executor woken alone for a start (CLAIM_WAKE) that could not take it all passes it on.
+     */
+    notifyClaimable(): Promise<void>;
   } | null;
 }
 

@@ -8,14 +8,17 @@ import { cairnFactory } from "../harness.js";
  * records its session's own NOTIFY channel with the queues it serves (`cairn_executor_queues.
  * wake_channel`), and the dispatch notifies that channel. An executor without one (an older
  * Cairn's, or one registered while its session was lost) hears of it on the shared `cairn_wake`.
+ * A client's start wakes one executor likewise (on its channel, recorded in `cairn_executors.
+ * wake_channel`), which passes the wake-up on to every executor when it cannot take the run.
  * Polls are a minute apart here: a run that starts at once was woken.
  */
 describe.each(BACKENDS)("wake channels on $name", (backend) => {
   const env = cairnFactory(backend);
 
   async function fleet(db: string) {
-    // A dispatcher that serves no queue (its passes give runs to peers only) and a worker.
-    const dispatcher = env.cairn(db, { pollIntervalMs: 60_000, serve: { queues: [] } });
+    // A dispatcher that serves no queue (its passes give runs to peers only) and a worker. The
+    // dispatcher runs another version (so a start never wakes it alone) and knows no workflow.
+    const dispatcher = env.cairn(db, { pollIntervalMs: 60_000, serve: { queues: [] }, appVersion: "dispatcher" });
     dispatcher.queue("jobs", { workerConcurrency: 4 });
     const worker = env.cairn(db, { pollIntervalMs: 60_000 });
     worker.queue("jobs", { workerConcurrency: 4 });
@@ -45,13 +48,16 @@ describe.each(BACKENDS)("wake channels on $name", (backend) => {
     } finally {
       await listener.end();
     }
-    return payloads.filter((p) => / (dispatched:|queue:|claimable$)/.test(p));
+    return payloads.filter((p) => / (dispatched:|queue:|claimable$|claim$)/.test(p));
   }
 
   it("records each executor's own channel with the queues it serves (PostgreSQL), none on SQLite", async () => {
     const db = await env.database();
     const { channel, backendPid } = await fleet(db);
     expect(channel).toBe(backend.name === "postgres" ? `cairn_wake_${String(backendPid)}` : null);
+    const { rows } = await env.cairn(db).query("SELECT backend_pid, wake_channel FROM cairn_executors");
+    expect(rows).toHaveLength(2);
+    for (const row of rows) expect(row.wake_channel).toBe(backend.name === "postgres" ? `cairn_wake_${String(row.backend_pid)}` : null);
   });
 
   it.skipIf(backend.name !== "postgres")("a dispatch pass wakes only the executor it gave the run to, on that executor's channel", async () => {
@@ -91,21 +97,71 @@ describe.each(BACKENDS)("wake channels on $name", (backend) => {
     }
   });
 
-  it.skipIf(backend.name !== "postgres")("a start says `claimable`: executors claim it at once, and still dispatch the queue after", async () => {
+  it.skipIf(backend.name !== "postgres")(
+    "a start wakes one executor of its version, which claims it at once and still dispatches the queue after",
+    async () => {
+      const db = await env.database();
+      const { channel, workerId, send } = await fleet(db);
+      const client = env.cairn(db);
+      const plain = client.workflow("job", async (ctx, n: number) => ctx.step("double", () => n * 2));
+      const started = await heard(db, ["cairn_wake", channel!], async () => {
+        const handle = await plain.start(3, { id: "started" });
+        expect(await handle.result()).toBe(6); // claimed by the worker (polls are a minute apart)
+      });
+      expect(started).toEqual([`${channel} claim`]);
+      // The passes that claimed it dispatched nothing; an enqueue after them is dispatched as ever.
+      const enqueued = await heard(db, ["cairn_wake", channel!], async () => {
+        const handle = await send.enqueue("jobs", 4, { id: "after", dedupKey: "after" });
+        expect(await handle.result()).toBe(8);
+      });
+      expect(enqueued).toEqual([`${channel} dispatched:${workerId}`]);
+    },
+  );
+
+  /** An executor a client's start can pick (the only one of the client's version), and a taker of another version that claims every version's runs. */
+  async function pickedAndTaker(db: string, picked: { knowsJob: boolean; maxConcurrentRuns?: number }) {
+    const pick = env.cairn(db, { pollIntervalMs: 60_000, appVersion: "v1", maxConcurrentRuns: picked.maxConcurrentRuns ?? 8 });
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const hold = pick.workflow("hold", async (ctx) => ctx.step("wait", () => gate.then(() => "released")));
+    if (picked.knowsJob) pick.workflow("job", async (ctx, n: number) => ctx.step("double", () => n * 2));
+    const taker = env.cairn(db, { pollIntervalMs: 60_000, appVersion: "v2", recoverAllVersions: true });
+    taker.workflow("job", async (ctx, n: number) => ctx.step("double", () => n * 2));
+    await pick.launch();
+    await taker.launch();
+    const { rows } = await pick.query("SELECT app_version, wake_channel FROM cairn_executors ORDER BY app_version");
+    expect(rows.map((r) => r.app_version)).toEqual(["v1", "v2"]);
+    const client = env.cairn(db, { appVersion: "v1" });
+    const job = client.workflow("job", async (ctx, n: number) => ctx.step("double", () => n * 2));
+    return { hold, release, job, pickedChannel: rows[0]!.wake_channel as string, takerChannel: rows[1]!.wake_channel as string };
+  }
+
+  it.skipIf(backend.name !== "postgres")("an executor woken alone that does not know the run's workflow passes the wake-up on", async () => {
     const db = await env.database();
-    const { channel, workerId, send } = await fleet(db);
-    const client = env.cairn(db);
-    const plain = client.workflow("job", async (ctx, n: number) => ctx.step("double", () => n * 2));
-    const started = await heard(db, ["cairn_wake", channel!], async () => {
-      const handle = await plain.start(3, { id: "started" });
-      expect(await handle.result()).toBe(6); // claimed by the worker (polls are a minute apart)
+    const { job, pickedChannel, takerChannel } = await pickedAndTaker(db, { knowsJob: false });
+    for (const n of [1, 2, 3]) {
+      const wakes = await heard(db, ["cairn_wake", pickedChannel, takerChannel], async () => {
+        expect(await (await job.start(n, { id: `job-${n}` })).result()).toBe(n * 2); // polls are a minute apart
+      });
+      expect(wakes).toEqual([`${pickedChannel} claim`, "cairn_wake claimable"]);
+    }
+  });
+
+  it.skipIf(backend.name !== "postgres")("an executor woken alone that is full passes the wake-up on; one with room does not", async () => {
+    const db = await env.database();
+    const { hold, release, job, pickedChannel, takerChannel } = await pickedAndTaker(db, { knowsJob: true, maxConcurrentRuns: 2 });
+    // Both run in the picked executor's process: its two slots.
+    const held = [await hold.start(undefined, { id: "held-1" }), await hold.start(undefined, { id: "held-2" })];
+    const full = await heard(db, ["cairn_wake", pickedChannel, takerChannel], async () => {
+      expect(await (await job.start(5, { id: "while-full" })).result()).toBe(10);
     });
-    expect(started).toEqual(["cairn_wake claimable"]);
-    // The passes that claimed it dispatched nothing; an enqueue after them is dispatched as ever.
-    const enqueued = await heard(db, ["cairn_wake", channel!], async () => {
-      const handle = await send.enqueue("jobs", 4, { id: "after", dedupKey: "after" });
-      expect(await handle.result()).toBe(8);
+    expect(full).toEqual([`${pickedChannel} claim`, "cairn_wake claimable"]);
+    release();
+    for (const handle of held) expect(await handle.result()).toBe("released");
+    const roomy = await heard(db, ["cairn_wake", pickedChannel, takerChannel], async () => {
+      expect(await (await job.start(6, { id: "with-room" })).result()).toBe(12);
     });
-    expect(enqueued).toEqual([`${channel} dispatched:${workerId}`]);
+    // It took the run with a slot to spare: nothing was left for the others, so nobody else woke.
+    expect(roomy).toEqual([`${pickedChannel} claim`]);
   });
 });

@@ -104,6 +104,7 @@ describe.each(BACKENDS)("a database from before layers, on $name", (backend) => 
       "core 3 executor-namespace-and-recovery-base",
       "core 4 retention",
       "core 5 executor-capacity",
+      "core 6 executor-wake-channel",
       "cron 1 schedules",
       "queues 1 queues",
       "queues 2 delayed starts by time",

@@ -27,8 +27,8 @@ import type {
 import { classifyStoreError, isConstraintError, isRetryableStoreError, isTransientStoreError } from "../store-errors.js";
 import { postgresOperatorQuery } from "./postgres-operator-query.js";
 import { HeldClient } from "./held-client.js";
-import { PostgresSession } from "./postgres-session.js";
-import { PostgresWrites, WAKE_CHANNEL } from "./postgres-writes.js";
+import { ownWakeChannel, PostgresSession } from "./postgres-session.js";
+import { CLAIMABLE_WAKE, PostgresWrites, WAKE_CHANNEL } from "./postgres-writes.js";
 import { StatementClient } from "./statement-client.js";
 
 export interface PostgresStoreOptions {
@@ -526,6 +526,14 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
 
   currentOwnChannel(): string | null {
     return this.session.currentOwnChannel();
+  }
+
+  ownChannelOf(backendPid: number): string {
+    return ownWakeChannel(backendPid);
+  }
+
+  async notifyClaimable(): Promise<void> {
+    await this.pool.query({ name: "cairn_notify_claimable", text: `SELECT pg_notify('${WAKE_CHANNEL}', '${CLAIMABLE_WAKE}')` });
   }
 
   /** Runs a one-statement flush on the writer (HeldClient: only one flush is in flight at a time). */

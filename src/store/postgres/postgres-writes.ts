@@ -15,6 +15,36 @@ export const WAKE_CHANNEL = "cairn_wake";
  * the store (`notifyWake`: a resume, a dispatch by a user policy) say nothing: a whole pass.
  */
 export const CLAIMABLE_WAKE = "claimable";
+/**
+ * The payload of the wake-up a start sends to ONE executor, on its own channel (`startWake`): claim
+ * what is claimable, and tell everyone (`claimable` on `cairn_wake`) if you could not take it all.
+ */
+export const CLAIM_WAKE = "claim";
+
+/**
+ * The NOTIFY of a start (relation `i`, its inserted run, and `version`, its application version):
+ * to one executor picked at random among those that run that version, listen on a channel of their
+ * own (`cairn_executors.wake_channel`) and whose session is open — not to every executor, of which
+ * all but one would look for the run and find it taken (N executors, N wake-ups and N claim
+ * looks per start). The one woken passes the wake-up on to everyone when it cannot take the run:
+ * it is full, or it does not know the run's workflow (Executor, passOnWanted). Without such an
+ * executor (SQLite has none; an older Cairn's executors have no channel; another version's
+ * executors may claim with `recoverAllVersions`), `claimable` on `cairn_wake`, as before.
+ *
+ * Failure semantics: a wake-up is a hint. If the executor picked dies before it hears it, or is
+ * frozen (SIGSTOP) with its session open, the run waits for the next poll of some executor
+ * (`pollIntervalMs`), as any lost wake-up does.
+ */
+function startWake(version: string): string {
+  return `t AS (
+               SELECT e.wake_channel AS channel FROM cairn_executors e
+               WHERE e.wake_channel IS NOT NULL AND e.app_version = ${version}
+                 AND e.backend_pid IN (SELECT pid FROM pg_stat_activity)
+               ORDER BY random() LIMIT 1),
+             n AS (
+               SELECT pg_notify(COALESCE(t.channel, '${WAKE_CHANNEL}'), CASE WHEN t.channel IS NULL THEN '${CLAIMABLE_WAKE}' ELSE '${CLAIM_WAKE}' END)
+               FROM i LEFT JOIN t ON true WHERE i.status = 'enqueued')`;
+}
 
 /**
  * The step rows of a batch statement (`stepColumns`: $3–$19, one array per column, `c` the commit's
@@ -552,14 +582,14 @@ export class PostgresWrites {
     const [input] = splitStored(run.input);
     const result = await db.query<{ id: string | null }>({
       name: "cairn_run",
-      // A new enqueued run wakes the executors that may claim it.
+      // A new enqueued run wakes an executor that may claim it (startWake).
       text: `WITH ${PAYLOAD_CTE},
              i AS (
                INSERT INTO cairn_runs (id, workflow, status, input, input_hash, parent_id, parent_seq, root_id, app_version,
                  executor_id, deadline_at, created_at, updated_at, forked_from, forked_from_seq)
                VALUES ($5, $6, $7, $8, $1, $9, $10, $11, $12, $13, $14, $4, $4, $15, $16) ON CONFLICT (id) DO NOTHING
                RETURNING id, status),
-             n AS (SELECT pg_notify('${WAKE_CHANNEL}', '${CLAIMABLE_WAKE}') FROM i WHERE status = 'enqueued')
+             ${startWake("$12")}
            SELECT id FROM i UNION ALL SELECT NULL FROM n`,
       values: [
         ...payloadValues(run.input, run.createdAt),
