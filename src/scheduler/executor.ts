@@ -97,11 +97,14 @@ export class Executor implements ExecutionHost {
    */
   private dispatchWanted = true;
   /**
-   * A start woke this executor alone (a `claim` wake-up, CLAIM_WAKE): the next claim passes the
-   * wake-up on to every executor (`notifyClaimable`) unless it shows there is nothing left for
-   * them — it took runs and still had room. Taking nothing means it could not take the run (it is
-   * full, or does not know the run's workflow) or a peer's poll got there first; filling every
-   * free slot means more may be waiting (a burst of starts).
+   * A start woke this executor alone (a `claim` wake-up, CLAIM_WAKE): after the next claim, unless
+   * it took runs and still had room (so nothing was left for anyone), the wake-up is passed on to
+   * every executor if a started run is still claimable (`passOnClaimable`, one statement). Taking
+   * nothing means it could not take the run — it is full, or does not know the run's workflow — or
+   * a peer got there first; filling every free slot means more may be waiting (a burst of starts).
+   * Only the first two leave a run behind: passing on a run a peer took would wake every executor
+   * to look for nothing, and with starts coming fast those looks take the next starts before their
+   * own executors do, which pass them on in turn (measured: 18% of starts passed on, 16 executors).
    */
   private passOnWanted = false;
   /** A read of the runs dispatched to us is in flight (pokeAssigned), and whether another was asked for meanwhile. */
@@ -529,9 +532,9 @@ export class Executor implements ExecutionHost {
     }
   }
 
-  /** A start woke us alone and we could not show that nothing is left for the others: wake them all (passOnWanted). */
+  /** A start woke us alone and we could not show that nothing is left for the others: wake them all if a started run is still there (passOnWanted). */
   private passOn(): void {
-    this.store.capabilities.wakeNotifications?.notifyClaimable().catch((error: unknown) => {
+    this.store.capabilities.wakeNotifications?.passOnClaimable(this.options.appVersion).catch((error: unknown) => {
       // Lost, the wake-up leaves the run to the next poll, as any lost wake-up does.
       if (this.started && !isTransientStoreError(error)) this.options.onError(error);
     });

@@ -380,10 +380,11 @@ export interface StoreCapabilities {
     /** The channel the session with this backend pid hears its own wake-ups on (`cairn_wake_<pid>`). */
     ownChannelOf(backendPid: number): string;
     /**
-     * Tells every executor that a run may be claimable (`cairn_wake`, payload `claimable`): an
+     * Tells every executor (`cairn_wake`, payload `claimable`) if a started run of `appVersion` is
+     * still claimable — in the same statement, so a run a peer took meanwhile wakes nobody: an
      * executor woken alone for a start (CLAIM_WAKE) that could not take it all passes it on.
      */
-    notifyClaimable(): Promise<void>;
+    passOnClaimable(appVersion: string): Promise<void>;
   } | null;
 }
 

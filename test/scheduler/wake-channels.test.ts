@@ -1,6 +1,7 @@
 import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { BACKENDS } from "../backends.js";
+import { storeOf } from "../../src/internal.js";
 import { cairnFactory } from "../harness.js";
 
 /**
@@ -163,5 +164,23 @@ describe.each(BACKENDS)("wake channels on $name", (backend) => {
     });
     // It took the run with a slot to spare: nothing was left for the others, so nobody else woke.
     expect(roomy).toEqual([`${pickedChannel} claim`]);
+  });
+
+  it.skipIf(backend.name !== "postgres")("a wake-up is passed on only while a started run of that version is still claimable", async () => {
+    const db = await env.database();
+    // Another version, knowing no workflow: it claims nothing, and no start wakes it alone.
+    const host = env.cairn(db, { appVersion: "host" });
+    await host.launch();
+    const client = env.cairn(db, { appVersion: "v1" });
+    client.queue("jobs", { workerConcurrency: 1 }); // declared, served by nobody: its runs wait, held
+    const job = client.workflow("job", async (ctx, n: number) => ctx.step("double", () => n * 2));
+    const passOn = (version: string) => heard(db, ["cairn_wake"], () => storeOf(host).capabilities.wakeNotifications!.passOnClaimable(version));
+    const started = await job.start(1, { id: "started" });
+    expect(await passOn("v1")).toEqual(["cairn_wake claimable"]);
+    expect(await passOn("v2")).toEqual([]); // nobody of v2 could take it
+    await started.cancel(); // as if a peer had taken it: nothing left to pass on
+    expect(await passOn("v1")).toEqual([]);
+    await job.enqueue("jobs", 2, { id: "queued" }); // enqueued, but its queue's to dispatch, not a claim's
+    expect(await passOn("v1")).toEqual([]);
   });
 });

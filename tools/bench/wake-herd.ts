@@ -55,6 +55,10 @@ async function measure(database: string, executors: number, runs: number, start:
   const children: ChildProcess[] = [];
   const reader = new pg.Client({ connectionString: database });
   await reader.connect();
+  // The wake-ups every executor hears (a targeted one passed on, a queue's wake-up), counted while measuring.
+  let shared = 0;
+  reader.on("notification", () => shared++);
+  await reader.query("LISTEN cairn_wake");
   const producer = new Cairn({ database });
   const workflow = declare(producer);
   try {
@@ -84,12 +88,15 @@ async function measure(database: string, executors: number, runs: number, start:
     await enqueueAll("warm", 100);
     await finished(100);
     const before = cpuMs(children);
+    shared = 0;
     const calls = (await enqueueAll("run", runs)).sort((a, b) => a - b);
     await finished(100 + runs);
     const used = cpuMs(children) - before;
+    const heardByAll = shared;
     console.log(
       `${executors} executors, ${runs} runs ${start ? "started" : "enqueued"} one at a time: the executors' CPU ${Math.round((used * 1000) / runs)} µs a run (all ${executors} processes); ` +
-        `${start ? "start" : "enqueue"} call p50 ${percentile(calls, 50).toFixed(2)} ms, p99 ${percentile(calls, 99).toFixed(2)} ms`,
+        `${start ? "start" : "enqueue"} call p50 ${percentile(calls, 50).toFixed(2)} ms, p99 ${percentile(calls, 99).toFixed(2)} ms; ` +
+        `${heardByAll} wake-ups on cairn_wake (heard by every executor)`,
     );
   } finally {
     for (const child of children) child.send("stop");

@@ -532,9 +532,18 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
     return ownWakeChannel(backendPid);
   }
 
-  async notifyClaimable(): Promise<void> {
-    await this.pool.query({ name: "cairn_notify_claimable", text: `SELECT pg_notify('${WAKE_CHANNEL}', '${CLAIMABLE_WAKE}')` });
+  async passOnClaimable(appVersion: string): Promise<void> {
+    // Started runs only (a start's wake-up is what is passed on), left alone if a layer holds them
+    // (a queued run waits for its queue's dispatch, not for a claim).
+    this.passOnStatement ??= `SELECT pg_notify('${WAKE_CHANNEL}', '${CLAIMABLE_WAKE}')
+      WHERE EXISTS (SELECT 1 FROM cairn_runs WHERE status = 'enqueued' AND app_version = $1
+        ${this.heldRuns()
+          .map((held) => `AND NOT (${held})`)
+          .join(" ")})`;
+    await this.pool.query({ name: "cairn_pass_on_claimable", text: this.passOnStatement, values: [appVersion] });
   }
+
+  private passOnStatement: string | undefined;
 
   /** Runs a one-statement flush on the writer (HeldClient: only one flush is in flight at a time). */
   private onWriter<T>(fn: (client: PoolClient) => Promise<T>): Promise<T> {
