@@ -90,7 +90,8 @@ const UPSERT_STEP_ROWS = `INSERT INTO cairn_steps (run_id, seq, name, kind, stat
  * - The rows a transaction will write are locked first, in id order (`lockRuns`), so that
  *   concurrent batches wait for each other instead of deadlocking.
  * - Writes that make a run claimable `NOTIFY cairn_wake` (payload `claimable`) inside the
- *   transaction, so listening executors hear of it as it commits.
+ *   transaction, so listening executors hear of it as it commits — except a start, which wakes
+ *   one executor on its own channel (`startWake`, payload `claim`).
  *
  * Every method except `stepBatch` runs inside a transaction its caller opened.
  */
