@@ -1,5 +1,5 @@
 import { fork, type ChildProcess } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import pg from "pg";
@@ -17,8 +17,11 @@ import { percentile } from "./stats.js";
  * (p50, p99). A dispatch that wakes every executor costs each of them a wake-up, a parse and a
  * look per run; one that wakes only the executor it chose costs the others nothing. `--start`:
  * the producer calls `start()` instead (the implicit default queue: every executor may claim the
- * run, and every one is woken to try). Compare two builds by running each (the figures are of one
- * machine, so alternate them).
+ * run; one is woken to, and passes the wake-up on to all when it cannot). Also reported: the wake-ups
+ * sent on `cairn_wake` (heard by every executor) and, when the server runs on this machine, the CPU
+ * of every `postgres` process per run — PostgreSQL 15 signals every listening session of the
+ * database at each NOTIFY, whatever its channel. Compare two builds by running each (the figures
+ * are of one machine, so alternate them).
  */
 
 const LOCAL_POSTGRES = "postgres://postgres@127.0.0.1:5432/cairn_test";
@@ -45,6 +48,23 @@ function cpuMs(children: ChildProcess[]): number {
     const fields = readFileSync(`/proc/${child.pid}/stat`, "utf8").split(") ")[1]!.split(" ");
     return sum + (Number(fields[11]) + Number(fields[12])) * 10;
   }, 0);
+}
+
+/** CPU time (ms) every `postgres` process on this machine has used so far; processes that ended meanwhile are not counted. */
+function serverCpuMs(): number {
+  let sum = 0;
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      if (!stat.includes("(postgres)")) continue;
+      const fields = stat.split(") ")[1]!.split(" ");
+      sum += (Number(fields[11]) + Number(fields[12])) * 10;
+    } catch {
+      // it ended between the listing and the read
+    }
+  }
+  return sum;
 }
 
 async function measure(database: string, executors: number, runs: number, start: boolean): Promise<void> {
@@ -88,15 +108,18 @@ async function measure(database: string, executors: number, runs: number, start:
     await enqueueAll("warm", 100);
     await finished(100);
     const before = cpuMs(children);
+    const serverBefore = serverCpuMs();
     shared = 0;
     const calls = (await enqueueAll("run", runs)).sort((a, b) => a - b);
     await finished(100 + runs);
     const used = cpuMs(children) - before;
+    const server = serverCpuMs() - serverBefore;
     const heardByAll = shared;
     console.log(
       `${executors} executors, ${runs} runs ${start ? "started" : "enqueued"} one at a time: the executors' CPU ${Math.round((used * 1000) / runs)} µs a run (all ${executors} processes); ` +
         `${start ? "start" : "enqueue"} call p50 ${percentile(calls, 50).toFixed(2)} ms, p99 ${percentile(calls, 99).toFixed(2)} ms; ` +
-        `${heardByAll} wake-ups on cairn_wake (heard by every executor)`,
+        `${heardByAll} wake-ups on cairn_wake (heard by every executor)` +
+        (server > 0 ? `; local postgres processes' CPU ${Math.round((server * 1000) / runs)} µs a run` : ""),
     );
   } finally {
     for (const child of children) child.send("stop");
