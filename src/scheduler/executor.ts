@@ -97,14 +97,17 @@ export class Executor implements ExecutionHost {
    */
   private dispatchWanted = true;
   /**
-   * A start woke this executor alone (a `claim` wake-up, CLAIM_WAKE): after the next claim, unless
-   * it took runs and still had room (so nothing was left for anyone), the wake-up is passed on to
-   * every executor if a started run is still claimable (`passOnClaimable`, one statement). Taking
-   * nothing means it could not take the run — it is full, or does not know the run's workflow — or
-   * a peer got there first; filling every free slot means more may be waiting (a burst of starts).
-   * Only the first two leave a run behind: passing on a run a peer took would wake every executor
-   * to look for nothing, and with starts coming fast those looks take the next starts before their
-   * own executors do, which pass them on in turn (measured: 18% of starts passed on, 16 executors).
+   * A start woke this executor alone (a `claim` wake-up, CLAIM_WAKE; the start picked it among the
+   * executors of the run's version that had registered its workflow): after the next claim, unless
+   * it took runs and still had room, the wake-up is passed on to every executor if a started run is
+   * still claimable (`passOnClaimable`, one statement). Taking nothing means it could not take the
+   * run — it is full — or a peer got there first; filling every
+   * free slot means more may be waiting (a burst of starts). Only a run left behind is passed on:
+   * passing on a run a peer took would wake every executor to look for nothing, and with starts
+   * coming fast those looks take the next starts before their own executors do, which pass them on
+   * in turn (measured: 18% of starts passed on, 16 executors). A claim that took runs with room to
+   * spare passes nothing on even if a peer's claim had locked the started run meanwhile (SKIP
+   * LOCKED) without taking it: the run waits for a poll, as after any lost wake-up.
    */
   private passOnWanted = false;
   /** A read of the runs dispatched to us is in flight (pokeAssigned), and whether another was asked for meanwhile. */
@@ -177,6 +180,9 @@ export class Executor implements ExecutionHost {
     await this.options.queues?.sync(now);
     this.renewedAt = Date.now();
     const backendPid = await this.sessionPid();
+    // Listening before the row (and its wake channel) exists: a start that picks us at once is
+    // heard — `woken` keeps what it asked for until the first pass below (passOnWanted).
+    this.store.capabilities.wakeNotifications?.onWake((payload) => this.woken(wakeOf(payload)));
     const row: ExecutorRow = {
       id: this.executorId,
       hostname: hostname(),
@@ -184,6 +190,7 @@ export class Executor implements ExecutionHost {
       pidNamespace: pidNamespace(),
       backendPid,
       wakeChannel: this.wakeChannelOf(backendPid),
+      workflows: [...this.workflows.keys()],
       appVersion: this.options.appVersion,
       startedAt: now,
       heartbeatAt: now,
@@ -201,7 +208,6 @@ export class Executor implements ExecutionHost {
       void this.heartbeat();
       this.poke();
     });
-    this.store.capabilities.wakeNotifications?.onWake((payload) => this.woken(wakeOf(payload)));
     const heartbeatMs = Math.max(50, Math.floor(this.options.leaseMs / 3));
     this.timers.push(setInterval(() => void this.heartbeat(), heartbeatMs));
     this.timers.push(setInterval(() => this.poke(true), this.options.pollIntervalMs));
@@ -470,12 +476,15 @@ export class Executor implements ExecutionHost {
   private async claimPass(periodic: boolean, once = false): Promise<void> {
     if (!this.started || this.claiming) return;
     this.claiming = true;
+    // A start's wake-up to pass on (passOnWanted): carried over passes that end before a claim
+    // decides it (our row gone), and passed on as it is when the pass fails.
+    let passingOn = false;
     try {
       do {
         this.claimAgain = false;
         const claiming = this.claimWanted || periodic;
         const dispatching = this.dispatchWanted || periodic;
-        const passingOn = this.passOnWanted;
+        passingOn ||= this.passOnWanted;
         this.claimWanted = false;
         this.dispatchWanted = false;
         this.passOnWanted = false;
@@ -508,10 +517,10 @@ export class Executor implements ExecutionHost {
           // runs here, its steps run twice.
           this.lastDeathCheck = -Infinity;
           this.claimAgain = this.claimWanted = this.dispatchWanted = true;
-          this.passOnWanted ||= passingOn;
           continue;
         }
         if (passingOn && (took === 0 || this.saturated)) this.passOn();
+        passingOn = false;
         // Only if each still has the heartbeat it was judged by: one that woke up meanwhile keeps its row.
         if (dead.length > 0) await this.store.removeDeadExecutors(dead);
         // A pass that only dispatched leaves the timers as they were: a run that went to sleep here
@@ -526,8 +535,11 @@ export class Executor implements ExecutionHost {
       } while (this.claimAgain && this.started && !once);
     } catch (error) {
       if (this.started) this.options.onError(error);
+      if (passingOn) this.passOn(); // sent only if a started run is still there
+      passingOn = false;
     } finally {
       this.claiming = false;
+      this.passOnWanted ||= passingOn; // a first pass (`once`) that ended before its claim
       if (once && this.claimAgain) this.poke();
     }
   }
@@ -890,6 +902,7 @@ export class Executor implements ExecutionHost {
       id: randomUUID(),
       backendPid: sessionPid,
       wakeChannel: this.wakeChannelOf(sessionPid),
+      workflows: [...this.workflows.keys()],
       startedAt: now,
       heartbeatAt: now,
     };

@@ -159,9 +159,10 @@ export const CORE_MIGRATIONS: readonly LayerMigration[] = [
     version: 6,
     name: "executor-wake-channel",
     // The channel the executor's session hears wake-ups meant for it alone (PostgreSQL:
-    // `cairn_wake_<backend pid>`), so that a start wakes one executor instead of every one. Null on
-    // SQLite and for executors of an older Cairn: no write ever picks them to wake alone.
-    statements: [`ALTER TABLE cairn_executors ADD COLUMN wake_channel TEXT`],
+    // `cairn_wake_<backend pid>`) and the workflows it runs (a JSON array of names), so that a start
+    // wakes one executor that can run it instead of every one. Null on SQLite and for executors of
+    // an older Cairn: no write ever picks them to wake alone.
+    statements: [`ALTER TABLE cairn_executors ADD COLUMN wake_channel TEXT`, `ALTER TABLE cairn_executors ADD COLUMN workflows TEXT`],
   },
 ];
 

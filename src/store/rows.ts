@@ -94,8 +94,20 @@ export function toExecutorRow(raw: Raw): ExecutorRow {
     heartbeatAt: num(raw.heartbeat_at),
     capacity: numOrNull(raw.capacity),
     wakeChannel: strOrNull(raw.wake_channel),
+    workflows: workflowsOf(raw.workflows),
     sessionOpen: raw.session_open === null || raw.session_open === undefined ? null : Boolean(raw.session_open),
   };
+}
+
+/** An executor row's workflows (a JSON array of names), or null when it shows none it can be read as. */
+function workflowsOf(raw: unknown): string[] | null {
+  if (typeof raw !== "string") return null;
+  try {
+    const names: unknown = JSON.parse(raw);
+    return Array.isArray(names) && names.every((name) => typeof name === "string") ? names : null;
+  } catch {
+    return null;
+  }
 }
 
 /** How a stored value splits into its inline and hash columns: the value module's rule. */

@@ -183,6 +183,7 @@ export abstract class SqlStore<Tx> {
         executor.heartbeatAt,
         executor.capacity ?? null,
         executor.wakeChannel ?? null,
+        executor.workflows === undefined || executor.workflows === null ? null : JSON.stringify(executor.workflows),
       ]),
     );
   }

@@ -128,10 +128,10 @@ export function statements(d: SqlDialect) {
     registerExecutor: s(
       "register_executor",
       `INSERT INTO cairn_executors (id, hostname, pid, pid_namespace, backend_pid, app_version, started_at, heartbeat_at, capacity,
-         wake_channel)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+         wake_channel, workflows)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
        ON CONFLICT (id) DO UPDATE SET backend_pid = excluded.backend_pid, heartbeat_at = excluded.heartbeat_at,
-         wake_channel = excluded.wake_channel`,
+         wake_channel = excluded.wake_channel, workflows = excluded.workflows`,
     ),
     heartbeat: s("heartbeat", "UPDATE cairn_executors SET heartbeat_at = $1 WHERE id = $2"),
     listExecutors: s("list_executors", `SELECT e.*, ${d.sessionOpen("e.backend_pid")} AS session_open FROM cairn_executors e ORDER BY e.started_at`),

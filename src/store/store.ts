@@ -274,11 +274,17 @@ export interface ExecutorRow {
   capacity?: number | null;
   /**
    * The channel its session hears the wake-ups meant for it alone (PostgreSQL: `cairn_wake_<backend
-   * pid>`), recorded with the pid it derives from; null on SQLite, while the session is lost, and
-   * for an older Cairn's executor (which listens on `cairn_wake` only). A start wakes one executor
-   * with such a channel instead of every executor (postgres-writes.ts, CLAIM_WAKE).
+   * pid>`), recorded with the pid it derives from; null on SQLite, for a registration made while
+   * the session was lost, and for an older Cairn's executor (which listens on `cairn_wake` only). A
+   * start wakes one executor with such a channel instead of every executor (postgres-writes.ts,
+   * CLAIM_WAKE).
    */
   wakeChannel?: string | null;
+  /**
+   * The workflows it had registered when it registered (stored as a JSON array): a start wakes only
+   * an executor that knows the run's workflow. Null for an older Cairn's executor.
+   */
+  workflows?: readonly string[] | null;
   /**
    * Whether the session `backendPid` names is open, read in the same statement as the row
    * (`listExecutors`, PostgreSQL): a death check costs one round trip instead of two, and an

@@ -56,9 +56,11 @@ describe.each(BACKENDS)("wake channels on $name", (backend) => {
     const db = await env.database();
     const { channel, backendPid } = await fleet(db);
     expect(channel).toBe(backend.name === "postgres" ? `cairn_wake_${String(backendPid)}` : null);
-    const { rows } = await env.cairn(db).query("SELECT backend_pid, wake_channel FROM cairn_executors");
+    const { rows } = await env.cairn(db).query("SELECT backend_pid, wake_channel, workflows FROM cairn_executors ORDER BY app_version");
     expect(rows).toHaveLength(2);
     for (const row of rows) expect(row.wake_channel).toBe(backend.name === "postgres" ? `cairn_wake_${String(row.backend_pid)}` : null);
+    // The workflows each had registered: the worker's, then the dispatcher's (none).
+    expect(rows.map((row) => JSON.parse(String(row.workflows)) as unknown)).toEqual([["job"], []]);
   });
 
   it.skipIf(backend.name !== "postgres")("a dispatch pass wakes only the executor it gave the run to, on that executor's channel", async () => {
@@ -137,14 +139,25 @@ describe.each(BACKENDS)("wake channels on $name", (backend) => {
     return { hold, release, job, pickedChannel: rows[0]!.wake_channel as string, takerChannel: rows[1]!.wake_channel as string };
   }
 
-  it.skipIf(backend.name !== "postgres")("an executor woken alone that does not know the run's workflow passes the wake-up on", async () => {
+  it.skipIf(backend.name !== "postgres")("a start wakes only an executor that registered its workflow; with none, every executor", async () => {
     const db = await env.database();
     const { job, pickedChannel, takerChannel } = await pickedAndTaker(db, { knowsJob: false });
-    for (const n of [1, 2, 3]) {
-      const wakes = await heard(db, ["cairn_wake", pickedChannel, takerChannel], async () => {
-        expect(await (await job.start(n, { id: `job-${n}` })).result()).toBe(n * 2); // polls are a minute apart
+    // No executor of v1 knows "job": the start tells everyone, and the taker (all versions) claims it.
+    const none = await heard(db, ["cairn_wake", pickedChannel, takerChannel], async () => {
+      expect(await (await job.start(1, { id: "job-1" })).result()).toBe(2); // polls are a minute apart
+    });
+    expect(none).toEqual(["cairn_wake claimable"]);
+    // One that does joins: every start goes to it alone, never to the other executor of v1.
+    const knowing = env.cairn(db, { pollIntervalMs: 60_000, appVersion: "v1" });
+    knowing.workflow("job", async (ctx, n: number) => ctx.step("double", () => n * 2));
+    await knowing.launch();
+    const { rows } = await knowing.query("SELECT wake_channel FROM cairn_executors WHERE workflows LIKE '%job%' AND app_version = 'v1'");
+    const knowingChannel = String(rows[0]!.wake_channel);
+    for (const n of [2, 3, 4]) {
+      const wakes = await heard(db, ["cairn_wake", pickedChannel, takerChannel, knowingChannel], async () => {
+        expect(await (await job.start(n, { id: `job-${n}` })).result()).toBe(n * 2);
       });
-      expect(wakes).toEqual([`${pickedChannel} claim`, "cairn_wake claimable"]);
+      expect(wakes).toEqual([`${knowingChannel} claim`]);
     }
   });
 

@@ -22,14 +22,15 @@ export const CLAIMABLE_WAKE = "claimable";
 export const CLAIM_WAKE = "claim";
 
 /**
- * The NOTIFY of a start (relation `i`, its inserted run, and `version`, its application version):
- * to one executor picked at random among those that run that version and listen on a channel of
- * their own (`cairn_executors.wake_channel`) — not to every executor, of which all but one would
- * look for the run and find it taken (N executors, N wake-ups and N claim looks per start). The
- * one woken passes the wake-up on to everyone when it cannot take the run: it is full, or it does
- * not know the run's workflow (Executor, passOnWanted). Without such an executor (SQLite has none;
- * an older Cairn's executors have no channel; another version's executors may claim with
- * `recoverAllVersions`), `claimable` on `cairn_wake`, as before.
+ * The NOTIFY of a start (relation `i`, its inserted run; `version` and `workflow`, its application
+ * version and workflow): to one executor picked at random among those that run that version, had
+ * registered that workflow and listen on a channel of their own (`cairn_executors.wake_channel`,
+ * `workflows`) — not to every executor, of which all but one would look for the run and find it
+ * taken (N executors, N wake-ups and N claim looks per start). The one woken passes the wake-up on
+ * to everyone when it cannot take the run — it is full — or a claim of its own did not show that
+ * nothing is left (Executor, passOnWanted). Without such an executor (SQLite has none; an older
+ * Cairn's executors have no channel; a workflow registered after launch is not in the row; another
+ * version's executors may claim with `recoverAllVersions`), `claimable` on `cairn_wake`, as before.
  *
  * Failure semantics: a wake-up is a hint. If the executor picked is dead but its row not yet
  * removed (peers remove it at their next poll once its session has closed), or is frozen (SIGSTOP)
@@ -37,10 +38,10 @@ export const CLAIM_WAKE = "claim";
  * after any lost wake-up. The pick does not check the session itself: reading `pg_stat_activity`
  * made every start ~45 µs slower (13%) on the server, for the moments after an executor's death.
  */
-function startWake(version: string): string {
+function startWake(version: string, workflow: string): string {
   return `t AS (
                SELECT e.wake_channel AS channel FROM cairn_executors e
-               WHERE e.wake_channel IS NOT NULL AND e.app_version = ${version}
+               WHERE e.wake_channel IS NOT NULL AND e.app_version = ${version} AND e.workflows::jsonb ? ${workflow}
                ORDER BY random() LIMIT 1),
              n AS (
                SELECT pg_notify(COALESCE(t.channel, '${WAKE_CHANNEL}'), CASE WHEN t.channel IS NULL THEN '${CLAIMABLE_WAKE}' ELSE '${CLAIM_WAKE}' END)
@@ -591,7 +592,7 @@ export class PostgresWrites {
                  executor_id, deadline_at, created_at, updated_at, forked_from, forked_from_seq)
                VALUES ($5, $6, $7, $8, $1, $9, $10, $11, $12, $13, $14, $4, $4, $15, $16) ON CONFLICT (id) DO NOTHING
                RETURNING id, status),
-             ${startWake("$12")}
+             ${startWake("$12", "$6")}
            SELECT id FROM i UNION ALL SELECT NULL FROM n`,
       values: [
         ...payloadValues(run.input, run.createdAt),
