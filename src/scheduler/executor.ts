@@ -546,7 +546,7 @@ export class Executor implements ExecutionHost {
 
   /** A start woke us alone and we could not show that nothing is left for the others: wake them all if a started run is still there (passOnWanted). */
   private passOn(): void {
-    this.store.capabilities.wakeNotifications?.passOnClaimable(this.options.appVersion).catch((error: unknown) => {
+    this.store.capabilities.wakeNotifications?.passOnClaimable(this.options.appVersion, this.clock.now()).catch((error: unknown) => {
       // Lost, the wake-up leaves the run to the next poll, as any lost wake-up does.
       if (this.started && !isTransientStoreError(error)) this.options.onError(error);
     });

@@ -162,7 +162,13 @@ export const CORE_MIGRATIONS: readonly LayerMigration[] = [
     // `cairn_wake_<backend pid>`) and the workflows it runs (a JSON array of names), so that a start
     // wakes one executor that can run it instead of every one. Null on SQLite and for executors of
     // an older Cairn: no write ever picks them to wake alone.
-    statements: [`ALTER TABLE cairn_executors ADD COLUMN wake_channel TEXT`, `ALTER TABLE cairn_executors ADD COLUMN workflows TEXT`],
+    // And on a waiting run, the channel of the executor that parked it (holding it warm): what
+    // wakes the run wakes that executor alone.
+    statements: [
+      `ALTER TABLE cairn_executors ADD COLUMN wake_channel TEXT`,
+      `ALTER TABLE cairn_executors ADD COLUMN workflows TEXT`,
+      `ALTER TABLE cairn_runs ADD COLUMN wake_channel TEXT`,
+    ],
   },
 ];
 

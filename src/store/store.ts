@@ -386,11 +386,12 @@ export interface StoreCapabilities {
     /** The channel the session with this backend pid hears its own wake-ups on (`cairn_wake_<pid>`). */
     ownChannelOf(backendPid: number): string;
     /**
-     * Tells every executor (`cairn_wake`, payload `claimable`) if a started run of `appVersion` is
-     * still claimable — in the same statement, so a run a peer took meanwhile wakes nobody: an
-     * executor woken alone for a start (CLAIM_WAKE) that could not take it all passes it on.
+     * Tells every executor (`cairn_wake`, payload `claimable`) if a started run of `appVersion`, or
+     * a waiting one due by `now`, is still claimable — in the same statement, so a run a peer took
+     * meanwhile wakes nobody: an executor woken alone (CLAIM_WAKE: for a start, or for a run it
+     * parked) that could not take it all passes it on.
      */
-    passOnClaimable(appVersion: string): Promise<void>;
+    passOnClaimable(appVersion: string, now: number): Promise<void>;
   } | null;
 }
 

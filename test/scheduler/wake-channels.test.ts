@@ -1,8 +1,9 @@
 import pg from "pg";
 import { describe, expect, it } from "vitest";
+import type { WorkflowContext } from "../../src/index.js";
 import { BACKENDS } from "../backends.js";
 import { storeOf } from "../../src/internal.js";
-import { cairnFactory } from "../harness.js";
+import { cairnFactory, eventually } from "../harness.js";
 
 /**
  * A dispatch wakes the executor it gave runs to, not every executor: on PostgreSQL each executor
@@ -187,7 +188,8 @@ describe.each(BACKENDS)("wake channels on $name", (backend) => {
     const client = env.cairn(db, { appVersion: "v1" });
     client.queue("jobs", { workerConcurrency: 1 }); // declared, served by nobody: its runs wait, held
     const job = client.workflow("job", async (ctx, n: number) => ctx.step("double", () => n * 2));
-    const passOn = (version: string) => heard(db, ["cairn_wake"], () => storeOf(host).capabilities.wakeNotifications!.passOnClaimable(version));
+    const passOn = (version: string) =>
+      heard(db, ["cairn_wake"], () => storeOf(host).capabilities.wakeNotifications!.passOnClaimable(version, Date.now()));
     const started = await job.start(1, { id: "started" });
     expect(await passOn("v1")).toEqual(["cairn_wake claimable"]);
     expect(await passOn("v2")).toEqual([]); // nobody of v2 could take it
@@ -196,4 +198,39 @@ describe.each(BACKENDS)("wake channels on $name", (backend) => {
     await job.enqueue("jobs", 2, { id: "queued" }); // enqueued, but its queue's to dispatch, not a claim's
     expect(await passOn("v1")).toEqual([]);
   });
+
+  it.skipIf(backend.name !== "postgres")(
+    "a message to a waiting run wakes only the executor that parked it; with that one gone, every executor",
+    async () => {
+      const db = await env.database();
+      const inbox = async (ctx: WorkflowContext) => {
+        let sum = 0;
+        for (let i = 0; i < 3; i++) sum += (await ctx.recv<number>("n")) ?? 0;
+        return sum;
+      };
+      const executors = [env.cairn(db, { pollIntervalMs: 60_000 }), env.cairn(db, { pollIntervalMs: 60_000 })];
+      for (const executor of executors) executor.workflow("inbox", inbox);
+      for (const executor of executors) await executor.launch();
+      const client = env.cairn(db);
+      const handle = await client.workflow("inbox", inbox).start(undefined, { id: "inbox" });
+      const channels = executors.map((executor) => storeOf(executor).capabilities.wakeNotifications!.currentOwnChannel()!);
+      /** The channel the run was parked with, once it waits (again). */
+      const parkedOn = () =>
+        eventually(async () => {
+          const [run] = (await client.query("SELECT status, wake_channel FROM cairn_runs WHERE id = 'inbox'")).rows;
+          return run?.status === "waiting" && channels.includes(String(run.wake_channel)) ? String(run.wake_channel) : undefined;
+        });
+      const parker = await parkedOn();
+      for (const n of [1, 2]) {
+        const wakes = await heard(db, ["cairn_wake", ...channels], () => client.send("inbox", "n", n));
+        expect(wakes).toEqual([`${parker} claim`]);
+        expect(await parkedOn()).toBe(parker); // it took the run, and parked it again
+      }
+      // The parker leaves: its row goes, and the last message wakes everyone; the other takes the run.
+      await executors[channels.indexOf(parker)]!.shutdown();
+      const last = await heard(db, ["cairn_wake", ...channels], () => client.send("inbox", "n", 3));
+      expect(last).toEqual(["cairn_wake claimable"]);
+      expect(await handle.result()).toBe(6); // polls are a minute apart: the wake-up did it
+    },
+  );
 });

@@ -90,7 +90,7 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
   readonly capabilities: StoreCapabilities = { sessionLiveness: this, wakeNotifications: this };
   private readonly pool: pg.Pool;
   private readonly poolConnection: Connection;
-  private readonly writes = new PostgresWrites(this.layers);
+  private readonly writes = new PostgresWrites(this.layers, () => this.session.currentOwnChannel());
   private queue: PendingCommit[] = [];
   private flushing: Promise<void> | null = null;
   private readonly session: PostgresSession;
@@ -532,15 +532,16 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
     return ownWakeChannel(backendPid);
   }
 
-  async passOnClaimable(appVersion: string): Promise<void> {
-    // Started runs only (a start's wake-up is what is passed on), left alone if a layer holds them
-    // (a queued run waits for its queue's dispatch, not for a claim).
+  async passOnClaimable(appVersion: string, now: number): Promise<void> {
+    // Started runs (left alone if a layer holds them: a queued run waits for its queue's dispatch,
+    // not for a claim) and waiting runs fallen due (a message or a child's end woke them).
+    const free = this.heldRuns()
+      .map((held) => `AND NOT (${held})`)
+      .join(" ");
     this.passOnStatement ??= `SELECT pg_notify('${WAKE_CHANNEL}', '${CLAIMABLE_WAKE}')
-      WHERE EXISTS (SELECT 1 FROM cairn_runs WHERE status = 'enqueued' AND app_version = $1
-        ${this.heldRuns()
-          .map((held) => `AND NOT (${held})`)
-          .join(" ")})`;
-    await this.pool.query({ name: "cairn_pass_on_claimable", text: this.passOnStatement, values: [appVersion] });
+      WHERE EXISTS (SELECT 1 FROM cairn_runs WHERE status = 'enqueued' AND app_version = $1 ${free})
+      OR EXISTS (SELECT 1 FROM cairn_runs WHERE status = 'waiting' AND app_version = $1 AND wake_at <= $2)`;
+    await this.pool.query({ name: "cairn_pass_on_claimable", text: this.passOnStatement, values: [appVersion, now] });
   }
 
   private passOnStatement: string | undefined;

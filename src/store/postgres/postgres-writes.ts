@@ -38,6 +38,28 @@ export const CLAIM_WAKE = "claim";
  * after any lost wake-up. The pick does not check the session itself: reading `pg_stat_activity`
  * made every start ~45 µs slower (13%) on the server, for the moments after an executor's death.
  */
+/**
+ * The NOTIFY for the waiting runs relation `w` woke (its rows: `woke`, and `channel`, the woken
+ * run's `wake_channel`: the channel of the executor that parked it, set by `suspend`): to that
+ * executor alone (payload `claim`) while its row still shows that channel — it holds the run warm
+ * (src/engine/warm-runs.ts), so claimed there it continues from memory instead of replaying, and
+ * no other executor wakes to look for it. Otherwise (the parker is gone, SQLite, a run parked by
+ * an older Cairn), `claimable` on `cairn_wake`, as before. `from`: what a NOTIFY is sent for
+ * (a message row inserted: always one, woken or not, as before), joined with `w`.
+ *
+ * Failure semantics: as for a start (`startWake`): the parker passes the wake-up on when it cannot
+ * take the run, and a parker that died a moment ago leaves the run to the next poll.
+ */
+function wokenWake(from: string): string {
+  return `SELECT pg_notify(COALESCE(h.channel, '${WAKE_CHANNEL}'), CASE WHEN h.channel IS NULL THEN '${CLAIMABLE_WAKE}' ELSE '${CLAIM_WAKE}' END)
+             FROM ${from} LEFT JOIN (
+               SELECT DISTINCT (SELECT e.wake_channel FROM cairn_executors e WHERE e.wake_channel = w.channel LIMIT 1) AS channel
+               FROM w WHERE w.woke) h ON true`;
+}
+
+/** What `wakeRun` (and the batch finish's wake of parents) returns for `wokenWake`. */
+const WOKEN = "RETURNING status = 'waiting' AS woke, wake_channel AS channel";
+
 function startWake(version: string, workflow: string): string {
   return `t AS (
                SELECT e.wake_channel AS channel FROM cairn_executors e
@@ -99,7 +121,14 @@ const UPSERT_STEP_ROWS = `INSERT INTO cairn_steps (run_id, seq, name, kind, stat
 export class PostgresWrites {
   private messagePosition = 0;
 
-  constructor(private readonly layers: LayerRegistry) {}
+  /**
+   * `ownChannel`: the channel this store's session hears its own wake-ups on (null while lost): a
+   * run suspended here records it, so that what wakes the run wakes this executor (`wokenWake`).
+   */
+  constructor(
+    private readonly layers: LayerRegistry,
+    private readonly ownChannel: () => string | null = () => null,
+  ) {}
 
   /** Locks the run's row and says whether the fence holds (the run is `running` under it). */
   async fenceHolds(db: Db, fence: Fence): Promise<boolean> {
@@ -269,8 +298,8 @@ export class PostgresWrites {
                  updated_at = CASE WHEN status = 'waiting' THEN d.at ELSE updated_at END
                FROM (SELECT parent_id, max(at) AS at FROM d WHERE parent_id IS NOT NULL GROUP BY parent_id) d
                WHERE cairn_runs.id = d.parent_id AND cairn_runs.id NOT IN (SELECT id FROM x)
-               RETURNING status = 'waiting' AS woke),
-             n AS (SELECT pg_notify('${WAKE_CHANNEL}', '${CLAIMABLE_WAKE}') WHERE EXISTS (SELECT 1 FROM w WHERE woke)),
+               ${WOKEN}),
+             n AS (${wokenWake("(SELECT 1 WHERE EXISTS (SELECT 1 FROM w WHERE woke)) o")}),
              a AS (${asynchronousCommit("$32")})
            SELECT c FROM f, (SELECT count(*) FROM n) AS notified, (SELECT count(*) FROM a) AS asynchronous`,
       values: [
@@ -364,8 +393,8 @@ export class PostgresWrites {
                UPDATE cairn_runs SET status = $5, output = $6, output_hash = $1, error = $7, finished_at = $4,
                  updated_at = $4, executor_id = NULL, wake_at = NULL
                WHERE id = $8 AND executor_id = $9 AND status = 'running' RETURNING parent_id),
-             w AS (${wakeRun("(SELECT parent_id FROM f)", "$4")} RETURNING status = 'waiting' AS woke),
-             n AS (SELECT pg_notify('${WAKE_CHANNEL}', '${CLAIMABLE_WAKE}') FROM w WHERE woke),
+             w AS (${wakeRun("(SELECT parent_id FROM f)", "$4")} ${WOKEN}),
+             n AS (${wokenWake("(SELECT 1 WHERE EXISTS (SELECT 1 FROM w WHERE woke)) o")}),
              a AS (${asynchronousCommit("$10")})
            SELECT (SELECT count(*) FROM f)::int AS held, (SELECT count(*) FROM n)::int AS notified, (SELECT count(*) FROM a) AS asynchronous`,
       values: [...payloadValues(op.output, op.at), op.status, output, op.error, op.runId, fence.executorId, asynchronous],
@@ -390,8 +419,8 @@ export class PostgresWrites {
                  i AS (
                    INSERT INTO cairn_messages (id, run_id, topic, body, body_hash, sender, position, created_at)
                    VALUES ($5, $6, $7, $8, $1, $9, $10, $4) ON CONFLICT (id) DO NOTHING RETURNING run_id),
-                 w AS (${wakeRun("(SELECT run_id FROM i)", "$4")})
-             SELECT pg_notify('${WAKE_CHANNEL}', '${CLAIMABLE_WAKE}') FROM i`,
+                 w AS (${wakeRun("(SELECT run_id FROM i)", "$4")} ${WOKEN})
+             ${wokenWake("i")}`,
           values: [...payloadValues(m.body, m.createdAt), m.id, m.runId, m.topic, body, m.sender, position],
         });
         return;
@@ -417,8 +446,8 @@ export class PostgresWrites {
                    UPDATE cairn_runs SET status = $5, output = $6, output_hash = $1, error = $7, finished_at = $4,
                      updated_at = $4, executor_id = NULL, wake_at = NULL
                    WHERE id = $8 RETURNING parent_id),
-                 w AS (${wakeRun("(SELECT parent_id FROM f)", "$4")} RETURNING status = 'waiting' AS woke)
-             SELECT pg_notify('${WAKE_CHANNEL}', '${CLAIMABLE_WAKE}') FROM w WHERE woke`,
+                 w AS (${wakeRun("(SELECT parent_id FROM f)", "$4")} ${WOKEN})
+             ${wokenWake("(SELECT 1 WHERE EXISTS (SELECT 1 FROM w WHERE woke)) o")}`,
           values: [...payloadValues(op.output, op.at), op.status, output, op.error, op.runId],
         });
         return;
@@ -455,7 +484,7 @@ export class PostgresWrites {
     await db.query({
       name: "cairn_suspend",
       text: `WITH s AS (
-               UPDATE cairn_runs SET status = 'waiting', executor_id = NULL, updated_at = $2,
+               UPDATE cairn_runs SET status = 'waiting', executor_id = NULL, updated_at = $2, wake_channel = $6,
                  wake_at = CASE
                    WHEN EXISTS (SELECT 1 FROM cairn_messages m WHERE m.run_id = $1 AND m.topic = ANY($4::text[])
                                 AND m.consumed_at IS NULL) THEN $2
@@ -464,7 +493,7 @@ export class PostgresWrites {
                    ELSE $3::bigint END
                WHERE id = $1 RETURNING wake_at)
            SELECT pg_notify('${WAKE_CHANNEL}', '${CLAIMABLE_WAKE}') FROM s WHERE wake_at <= $2`,
-      values: [runId, now, wait.wakeAt, wait.topics, wait.childRunIds],
+      values: [runId, now, wait.wakeAt, wait.topics, wait.childRunIds, this.ownChannel()],
     });
   }
 
