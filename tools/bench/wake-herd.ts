@@ -8,7 +8,7 @@ import { ScratchPostgres } from "./scratch-databases.js";
 import { percentile } from "./stats.js";
 
 /**
- * `npm run build:tools && node .tmp/tools/tools/bench/wake-herd.js [--executors 8] [--runs 1000] [--start] [--postgres <url>]`
+ * `npm run build:tools && node .tmp/tools/tools/bench/wake-herd.js [--executors 8] [--runs 1000] [--start | --send] [--postgres <url>]`
  *
  * What a dispatch costs the fleet that does not get the run (PostgreSQL). `executors` processes
  * serve one queue (FIFO: one of them gets every run); a producer enqueues `runs` runs one at a
@@ -17,7 +17,10 @@ import { percentile } from "./stats.js";
  * (p50, p99). A dispatch that wakes every executor costs each of them a wake-up, a parse and a
  * look per run; one that wakes only the executor it chose costs the others nothing. `--start`:
  * the producer calls `start()` instead (the implicit default queue: every executor may claim the
- * run; one is woken to, and passes the wake-up on to all when it cannot). Also reported: the wake-ups
+ * run; one is woken to, and passes the wake-up on to all when it cannot). `--send`: 50 runs wait
+ * for messages, and the producer sends `runs` messages to them in turn, one at a time (each
+ * message wakes its run, which takes a step and waits again; the executor that parked it holds
+ * it warm). Also reported: the wake-ups
  * sent on `cairn_wake` (heard by every executor) and, when the server runs on this machine, the CPU
  * of every `postgres` process per run — PostgreSQL 15 signals every listening session of the
  * database at each NOTIFY, whatever its channel. Compare two builds by running each (the figures
@@ -28,10 +31,25 @@ const LOCAL_POSTGRES = "postgres://postgres@127.0.0.1:5432/cairn_test";
 const QUEUE = "herd";
 const PACE_MS = 5;
 
+/** The runs `--send` keeps waiting for messages, each message sent to the next of them in turn. */
+const INBOX_RUNS = 50;
+
 function declare(cairn: Cairn) {
   cairn.queue(QUEUE, { workerConcurrency: 16 });
-  return cairn.workflow("herd", async (ctx, n: number) => ctx.step("double", () => n * 2));
+  // `--send`: a run that receives `n` messages, a step after each, waiting (parked) in between.
+  const inbox = cairn.workflow("inbox", async (ctx, n: number) => {
+    let sum = 0;
+    for (let i = 0; i < n; i++) {
+      const value = (await ctx.recv<number>("n")) ?? 0;
+      sum = await ctx.step("add", () => sum + value);
+    }
+    return sum;
+  });
+  const herd = cairn.workflow("herd", async (ctx, n: number) => ctx.step("double", () => n * 2));
+  return { herd, inbox };
 }
+
+type Mode = "enqueue" | "start" | "send";
 
 /** An executor process: serves the queue until told to stop. */
 async function executor(database: string): Promise<void> {
@@ -67,7 +85,7 @@ function serverCpuMs(): number {
   return sum;
 }
 
-async function measure(database: string, executors: number, runs: number, start: boolean): Promise<void> {
+async function measure(database: string, executors: number, runs: number, mode: Mode): Promise<void> {
   const setup = new Cairn({ database });
   declare(setup);
   await setup.query("SELECT 1"); // migrated before the executors race to do it
@@ -80,7 +98,7 @@ async function measure(database: string, executors: number, runs: number, start:
   reader.on("notification", () => shared++);
   await reader.query("LISTEN cairn_wake");
   const producer = new Cairn({ database });
-  const workflow = declare(producer);
+  const { herd: workflow, inbox } = declare(producer);
   try {
     for (let k = 0; k < executors; k++) {
       const child = fork(self, ["--child", database]);
@@ -94,32 +112,51 @@ async function measure(database: string, executors: number, runs: number, start:
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
     };
+    // `--send`: every message consumed and every run parked again (or done).
+    const settled = async () => {
+      for (;;) {
+        const { rows } = await reader.query<{ n: number }>(
+          `SELECT (SELECT count(*) FROM cairn_messages WHERE consumed_at IS NULL)
+             + (SELECT count(*) FROM cairn_runs WHERE status IN ('enqueued', 'running'))::int AS n`,
+        );
+        if (Number(rows[0]!.n) === 0) return;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    };
+    let sent = 0;
     const enqueueAll = async (prefix: string, count: number): Promise<number[]> => {
       const calls: number[] = [];
       for (let i = 0; i < count; i++) {
         const begin = performance.now();
-        if (start) await workflow.start(i, { id: `${prefix}-${i}` });
-        else await workflow.enqueue(QUEUE, i, { id: `${prefix}-${i}` });
+        if (mode === "start") await workflow.start(i, { id: `${prefix}-${i}` });
+        else if (mode === "enqueue") await workflow.enqueue(QUEUE, i, { id: `${prefix}-${i}` });
+        else await producer.send(`inbox-${sent++ % INBOX_RUNS}`, "n", i);
         calls.push(performance.now() - begin);
         await new Promise((resolve) => setTimeout(resolve, PACE_MS));
       }
       return calls;
     };
+    const done = (n: number) => (mode === "send" ? settled() : finished(n));
+    if (mode === "send") {
+      for (let i = 0; i < INBOX_RUNS; i++) await inbox.start(Math.ceil((100 + runs) / INBOX_RUNS) + 1, { id: `inbox-${i}` });
+      await settled();
+    }
     await enqueueAll("warm", 100);
-    await finished(100);
+    await done(100);
     const before = cpuMs(children);
     const serverBefore = serverCpuMs();
     shared = 0;
     const calls = (await enqueueAll("run", runs)).sort((a, b) => a - b);
-    await finished(100 + runs);
+    await done(100 + runs);
     const used = cpuMs(children) - before;
     const server = serverCpuMs() - serverBefore;
     const heardByAll = shared;
     console.log(
-      `${executors} executors, ${runs} runs ${start ? "started" : "enqueued"} one at a time: the executors' CPU ${Math.round((used * 1000) / runs)} µs a run (all ${executors} processes); ` +
-        `${start ? "start" : "enqueue"} call p50 ${percentile(calls, 50).toFixed(2)} ms, p99 ${percentile(calls, 99).toFixed(2)} ms; ` +
+      `${executors} executors, ${runs} ${mode === "send" ? `messages sent to ${INBOX_RUNS} waiting runs` : `runs ${mode === "start" ? "started" : "enqueued"}`} one at a time: ` +
+        `the executors' CPU ${Math.round((used * 1000) / runs)} µs a ${mode === "send" ? "message" : "run"} (all ${executors} processes); ` +
+        `${mode} call p50 ${percentile(calls, 50).toFixed(2)} ms, p99 ${percentile(calls, 99).toFixed(2)} ms; ` +
         `${heardByAll} wake-ups on cairn_wake (heard by every executor)` +
-        (server > 0 ? `; local postgres processes' CPU ${Math.round((server * 1000) / runs)} µs a run` : ""),
+        (server > 0 ? `; local postgres processes' CPU ${Math.round((server * 1000) / runs)} µs a ${mode === "send" ? "message" : "run"}` : ""),
     );
   } finally {
     for (const child of children) child.send("stop");
@@ -136,6 +173,7 @@ async function main(): Promise<void> {
       executors: { type: "string" },
       runs: { type: "string" },
       start: { type: "boolean", default: false },
+      send: { type: "boolean", default: false },
       postgres: { type: "string" },
       child: { type: "string" },
     },
@@ -150,7 +188,8 @@ async function main(): Promise<void> {
   if (!("server" in connected)) throw new Error(`PostgreSQL at ${url} is unreachable (${connected.unreachable})`);
   const scratch = await connected.server.fresh();
   try {
-    await measure(scratch.database, executors, runs, values.start ?? false);
+    if (values.start === true && values.send === true) throw new Error("--start and --send measure different wake-ups: give one");
+    await measure(scratch.database, executors, runs, values.send === true ? "send" : values.start === true ? "start" : "enqueue");
   } finally {
     await scratch.dispose();
   }
