@@ -214,17 +214,23 @@ describe.each(BACKENDS)("wake channels on $name", (backend) => {
       const client = env.cairn(db);
       const handle = await client.workflow("inbox", inbox).start(undefined, { id: "inbox" });
       const channels = executors.map((executor) => storeOf(executor).capabilities.wakeNotifications!.currentOwnChannel()!);
-      /** The channel the run was parked with, once it waits (again). */
-      const parkedOn = () =>
+      /** The channel the run was parked with, once it has taken `consumed` messages and waits again. */
+      const parkedOn = (consumed: number) =>
         eventually(async () => {
-          const [run] = (await client.query("SELECT status, wake_channel FROM cairn_runs WHERE id = 'inbox'")).rows;
-          return run?.status === "waiting" && channels.includes(String(run.wake_channel)) ? String(run.wake_channel) : undefined;
+          const [run] = (
+            await client.query(
+              `SELECT status, wake_channel, (SELECT count(*) FROM cairn_messages WHERE run_id = 'inbox' AND consumed_at IS NOT NULL) AS consumed
+               FROM cairn_runs WHERE id = 'inbox'`,
+            )
+          ).rows;
+          const parked = run?.status === "waiting" && Number(run.consumed) === consumed && channels.includes(String(run.wake_channel));
+          return parked ? String(run.wake_channel) : undefined;
         });
-      const parker = await parkedOn();
+      const parker = await parkedOn(0);
       for (const n of [1, 2]) {
         const wakes = await heard(db, ["cairn_wake", ...channels], () => client.send("inbox", "n", n));
         expect(wakes).toEqual([`${parker} claim`]);
-        expect(await parkedOn()).toBe(parker); // it took the run, and parked it again
+        expect(await parkedOn(n)).toBe(parker); // it took the message, and parked the run again
       }
       // The parker leaves: its row goes, and the last message wakes everyone; the other takes the run.
       await executors[channels.indexOf(parker)]!.shutdown();
@@ -233,4 +239,31 @@ describe.each(BACKENDS)("wake channels on $name", (backend) => {
       expect(await handle.result()).toBe(6); // polls are a minute apart: the wake-up did it
     },
   );
+
+  it.skipIf(backend.name !== "postgres")("a child's end wakes the executor that parked its parent", async () => {
+    const db = await env.database();
+    const declare = (cairn: ReturnType<typeof env.cairn>) => {
+      const child = cairn.workflow("child", async (ctx) => (await ctx.recv<number>("go")) ?? 0);
+      return cairn.workflow("parent", async (ctx) => (await (await ctx.child(child, undefined, { id: "kid" })).result()) + 1);
+    };
+    const executors = [env.cairn(db, { pollIntervalMs: 60_000 }), env.cairn(db, { pollIntervalMs: 60_000 })];
+    for (const executor of executors) declare(executor);
+    for (const executor of executors) await executor.launch();
+    const channels = executors.map((executor) => storeOf(executor).capabilities.wakeNotifications!.currentOwnChannel()!);
+    const client = env.cairn(db);
+    const handle = await declare(client).start(undefined, { id: "mom" });
+    // Both wait: the parent for its child, the child (started by the parent's executor) for "go".
+    const parked = await eventually(async () => {
+      const { rows } = await client.query("SELECT id, status, wake_channel FROM cairn_runs ORDER BY id");
+      return rows.length === 2 && rows.every((row) => row.status === "waiting") ? rows.map((row) => String(row.wake_channel)) : undefined;
+    });
+    expect(parked[0]).toBe(parked[1]); // "kid", then "mom": parked by one executor
+    expect(channels).toContain(parked[0]);
+    const wakes = await heard(db, ["cairn_wake", ...channels], async () => {
+      await client.send("kid", "go", 41);
+      expect(await handle.result()).toBe(42); // polls are a minute apart: the wake-ups did it
+    });
+    // The message woke the child's parker; the child's end woke the parent's — the same executor.
+    expect(wakes).toEqual([`${parked[0]} claim`, `${parked[0]} claim`]);
+  });
 });

@@ -38,28 +38,6 @@ export const CLAIM_WAKE = "claim";
  * after any lost wake-up. The pick does not check the session itself: reading `pg_stat_activity`
  * made every start ~45 µs slower (13%) on the server, for the moments after an executor's death.
  */
-/**
- * The NOTIFY for the waiting runs relation `w` woke (its rows: `woke`, and `channel`, the woken
- * run's `wake_channel`: the channel of the executor that parked it, set by `suspend`): to that
- * executor alone (payload `claim`) while its row still shows that channel — it holds the run warm
- * (src/engine/warm-runs.ts), so claimed there it continues from memory instead of replaying, and
- * no other executor wakes to look for it. Otherwise (the parker is gone, SQLite, a run parked by
- * an older Cairn), `claimable` on `cairn_wake`, as before. `from`: what a NOTIFY is sent for
- * (a message row inserted: always one, woken or not, as before), joined with `w`.
- *
- * Failure semantics: as for a start (`startWake`): the parker passes the wake-up on when it cannot
- * take the run, and a parker that died a moment ago leaves the run to the next poll.
- */
-function wokenWake(from: string): string {
-  return `SELECT pg_notify(COALESCE(h.channel, '${WAKE_CHANNEL}'), CASE WHEN h.channel IS NULL THEN '${CLAIMABLE_WAKE}' ELSE '${CLAIM_WAKE}' END)
-             FROM ${from} LEFT JOIN (
-               SELECT DISTINCT (SELECT e.wake_channel FROM cairn_executors e WHERE e.wake_channel = w.channel LIMIT 1) AS channel
-               FROM w WHERE w.woke) h ON true`;
-}
-
-/** What `wakeRun` (and the batch finish's wake of parents) returns for `wokenWake`. */
-const WOKEN = "RETURNING status = 'waiting' AS woke, wake_channel AS channel";
-
 function startWake(version: string, workflow: string): string {
   return `t AS (
                SELECT e.wake_channel AS channel FROM cairn_executors e
@@ -69,6 +47,32 @@ function startWake(version: string, workflow: string): string {
                SELECT pg_notify(COALESCE(t.channel, '${WAKE_CHANNEL}'), CASE WHEN t.channel IS NULL THEN '${CLAIMABLE_WAKE}' ELSE '${CLAIM_WAKE}' END)
                FROM i LEFT JOIN t ON true WHERE i.status = 'enqueued')`;
 }
+
+/**
+ * The NOTIFY for the waiting runs relation `w` woke (its rows: `woke`; `channel`, the woken run's
+ * `wake_channel`: the channel of the executor that parked it, set by `suspend`; `version`, its
+ * application version): to that executor (payload `claim`) while a row of that version still shows
+ * that channel — it holds the run warm (src/engine/warm-runs.ts), so claimed there it continues
+ * from memory instead of replaying, and no other executor wakes to look for it unless it passes
+ * the wake-up on (it is full). Otherwise (the parker is gone, SQLite, a run parked by an older
+ * Cairn), `claimable` on `cairn_wake`, as before. `from`: what a NOTIFY is sent for (a message row
+ * inserted: always one, woken or not, as before), joined with `w`'s distinct parkers.
+ *
+ * Failure semantics: as for a start (`startWake`). A parker that died a moment ago, or is frozen,
+ * leaves each run it parked that is woken meanwhile to the next poll; so does one whose session was
+ * lost and reopened, until its next death check records the new channel. A parker whose clock is
+ * behind the waker's finds the run not yet due and passes nothing on: the run waits for the poll.
+ */
+function wokenWake(from: string): string {
+  return `SELECT pg_notify(COALESCE(h.channel, '${WAKE_CHANNEL}'), CASE WHEN h.channel IS NULL THEN '${CLAIMABLE_WAKE}' ELSE '${CLAIM_WAKE}' END)
+             FROM ${from} LEFT JOIN (
+               SELECT (SELECT e.wake_channel FROM cairn_executors e
+                       WHERE e.wake_channel = p.channel AND e.app_version = p.version LIMIT 1) AS channel
+               FROM (SELECT DISTINCT channel, version FROM w WHERE w.woke) p) h ON true`;
+}
+
+/** What `wakeRun` (and the batch finish's wake of parents) returns for `wokenWake`. */
+const WOKEN = "RETURNING status = 'waiting' AS woke, wake_channel AS channel, app_version AS version";
 
 /**
  * The step rows of a batch statement (`stepColumns`: $3–$19, one array per column, `c` the commit's
