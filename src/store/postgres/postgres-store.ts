@@ -535,11 +535,11 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
   async passOnClaimable(appVersion: string, now: number): Promise<void> {
     // Started runs (left alone if a layer holds them: a queued run waits for its queue's dispatch,
     // not for a claim) and waiting runs fallen due (a message or a child's end woke them).
-    const free = this.heldRuns()
-      .map((held) => `AND NOT (${held})`)
-      .join(" ");
     this.passOnStatement ??= `SELECT pg_notify('${WAKE_CHANNEL}', '${CLAIMABLE_WAKE}')
-      WHERE EXISTS (SELECT 1 FROM cairn_runs WHERE status = 'enqueued' AND app_version = $1 ${free})
+      WHERE EXISTS (SELECT 1 FROM cairn_runs WHERE status = 'enqueued' AND app_version = $1
+        ${this.heldRuns()
+          .map((held) => `AND NOT (${held})`)
+          .join(" ")})
       OR EXISTS (SELECT 1 FROM cairn_runs WHERE status = 'waiting' AND app_version = $1 AND wake_at <= $2)`;
     await this.pool.query({ name: "cairn_pass_on_claimable", text: this.passOnStatement, values: [appVersion, now] });
   }

@@ -21,6 +21,11 @@ export const CLAIMABLE_WAKE = "claimable";
  */
 export const CLAIM_WAKE = "claim";
 
+/** A NOTIFY of `claim` to the channel `channel` names, or of `claimable` to every executor when it is null. */
+function notifyOneOrAll(channel: string): string {
+  return `pg_notify(COALESCE(${channel}, '${WAKE_CHANNEL}'), CASE WHEN ${channel} IS NULL THEN '${CLAIMABLE_WAKE}' ELSE '${CLAIM_WAKE}' END)`;
+}
+
 /**
  * The NOTIFY of a start (relation `i`, its inserted run; `version` and `workflow`, its application
  * version and workflow): to one executor picked at random among those that run that version, had
@@ -44,8 +49,7 @@ function startWake(version: string, workflow: string): string {
                WHERE e.wake_channel IS NOT NULL AND e.app_version = ${version} AND e.workflows::jsonb ? ${workflow}
                ORDER BY random() LIMIT 1),
              n AS (
-               SELECT pg_notify(COALESCE(t.channel, '${WAKE_CHANNEL}'), CASE WHEN t.channel IS NULL THEN '${CLAIMABLE_WAKE}' ELSE '${CLAIM_WAKE}' END)
-               FROM i LEFT JOIN t ON true WHERE i.status = 'enqueued')`;
+               SELECT ${notifyOneOrAll("t.channel")} FROM i LEFT JOIN t ON true WHERE i.status = 'enqueued')`;
 }
 
 /**
@@ -64,7 +68,7 @@ function startWake(version: string, workflow: string): string {
  * behind the waker's finds the run not yet due and passes nothing on: the run waits for the poll.
  */
 function wokenWake(from: string): string {
-  return `SELECT pg_notify(COALESCE(h.channel, '${WAKE_CHANNEL}'), CASE WHEN h.channel IS NULL THEN '${CLAIMABLE_WAKE}' ELSE '${CLAIM_WAKE}' END)
+  return `SELECT ${notifyOneOrAll("h.channel")}
              FROM ${from} LEFT JOIN (
                SELECT (SELECT e.wake_channel FROM cairn_executors e
                        WHERE e.wake_channel = p.channel AND e.app_version = p.version LIMIT 1) AS channel
