@@ -262,7 +262,7 @@ export class Executor implements ExecutionHost {
    * (and telling `onRunChange`'s listeners).
    */
   executing(runId: string): boolean {
-    return this.executions.get(runId)?.stopped === false;
+    return this.executions.get(runId)?.hasHalted === false;
   }
 
   /** A run owned here that is not loaded (a store error cut its load short): load it on the next poll. */
@@ -635,7 +635,7 @@ export class Executor implements ExecutionHost {
   private async loadAssignedRuns(queues: Queues, given: ReadonlyMap<string, QueueDecision>, decidedAt?: number, always = false): Promise<void> {
     if (!always && queues.served().length === 0) return;
     // Runs running here are left out of the read.
-    const running = [...this.executions].filter(([, execution]) => !execution.stopped).map(([id]) => id);
+    const running = [...this.executions].filter(([, execution]) => !execution.hasHalted).map(([id]) => id);
     await this.handout(async (issuedAt) => {
       const assigned = queues.assigned(this.executorId, [...given.keys(), ...running]);
       assigned.catch(() => undefined); // awaited below; a failure must not be unhandled while the given runs load
@@ -687,7 +687,7 @@ export class Executor implements ExecutionHost {
   private staleHandout(id: string, issuedAt: number, kind: "read" | "grant"): boolean {
     const current = this.executions.get(id);
     if (current !== undefined) {
-      if (current.stopped) this.rereadOnRelease.add(id);
+      if (current.hasHalted) this.rereadOnRelease.add(id);
       return true;
     }
     const since = (kind === "read" ? this.releasedDuringHandouts : this.loadedDuringHandouts).get(id) ?? 0;
@@ -770,7 +770,7 @@ export class Executor implements ExecutionHost {
   private async loadAssigned(id: string, loaded?: { run: RunRow; hasSteps: boolean }, handout?: { at: number; kind: "read" | "grant" }): Promise<void> {
     // A run whose execution here is still letting go of it counts as not loaded (see load), unless
     // the hand-out may be stale (staleHandout).
-    if (this.executions.get(id)?.stopped === false || this.reloads.has(id)) return;
+    if (this.executions.get(id)?.hasHalted === false || this.reloads.has(id)) return;
     if (handout !== undefined && this.staleHandout(id, handout.at, handout.kind)) return;
     try {
       // Both reads at once: on PostgreSQL two pooled connections, one round trip's wait.
@@ -797,7 +797,7 @@ export class Executor implements ExecutionHost {
       // back yet, and this claim came after that commit — the store hands out a run only once
       // nobody runs it. Dropping the claim would leave the run ours with nothing running it, for
       // good: it is loaded as soon as the old execution lets go (see released).
-      if (current.stopped) this.claimedWhileLettingGo.set(run.id, { run, journal });
+      if (current.hasHalted) this.claimedWhileLettingGo.set(run.id, { run, journal });
       // Otherwise it is loaded already: a run dispatched here and started here at once (startCreated) is seen twice.
       return;
     }

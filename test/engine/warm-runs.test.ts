@@ -264,6 +264,27 @@ describe.each(BACKENDS)("warm runs on $name", (backend) => {
     expect(second.entered).toBe(1);
   });
 
+  it("an executor serving a queue keeps its sleeping runs warm: its own bookkeeping does not disturb a run parking", async () => {
+    // A dispatch pass reads which of the executor's executions still run; one that came while a
+    // run's suspend was committing used to mark the run disturbed, and it replayed at its wake-up.
+    const cairn = env.cairn(await env.database());
+    cairn.queue("served", { workerConcurrency: 4 });
+    const p = probe();
+    const wf = cairn.workflow("napper", async (ctx: WorkflowContext, n: number) => {
+      p.entered++;
+      for (let i = 0; i < n; i++) {
+        await ctx.step(`work-${i}`, () => ++p.bodies);
+        await ctx.sleep(`nap-${i}`, 20);
+      }
+      return n;
+    });
+    await cairn.launch();
+    const runs = await Promise.all(Array.from({ length: 12 }, (_, k) => wf.start(8, { id: `napper-${k}` })));
+    expect(await Promise.all(runs.map((run) => run.result()))).toEqual(runs.map(() => 8));
+    expect(p.bodies).toBe(12 * 8);
+    expect(p.entered).toBe(12);
+  });
+
   it("replays a run whose own code called an operation while it was parked", async () => {
     const clock = new ManualClock();
     const cairn = env.cairn(await env.database(), { clock });

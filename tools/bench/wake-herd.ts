@@ -8,7 +8,7 @@ import { ScratchPostgres } from "./scratch-databases.js";
 import { percentile } from "./stats.js";
 
 /**
- * `npm run build:tools && node .tmp/tools/tools/bench/wake-herd.js [--executors 8] [--runs 1000] [--start | --send] [--postgres <url>]`
+ * `npm run build:tools && node .tmp/tools/tools/bench/wake-herd.js [--executors 8] [--runs 1000] [--start | --send | --sleep] [--postgres <url>]`
  *
  * What a dispatch costs the fleet that does not get the run (PostgreSQL). `executors` processes
  * serve one queue (FIFO: one of them gets every run); a producer enqueues `runs` runs one at a
@@ -20,7 +20,9 @@ import { percentile } from "./stats.js";
  * run; one is woken to, and passes the wake-up on to all when it cannot). `--send`: 50 runs wait
  * for messages, and the producer sends `runs` messages to them in turn, one at a time (each
  * message wakes its run, which takes a step and waits again; the executor that parked it holds
- * it warm). Also reported: the wake-ups
+ * it warm). `--sleep`: 50 runs sleep (250 ms, `runs` wake-ups in all); reported with how many of
+ * the wake-ups replayed the run (the others continued warm on the executor that parked it) and how
+ * late they ran. Also reported: the wake-ups
  * sent on `cairn_wake` (heard by every executor) and, when the server runs on this machine, the CPU
  * of every `postgres` process per run — PostgreSQL 15 signals every listening session of the
  * database at each NOTIFY, whatever its channel. Compare two builds by running each (the figures
@@ -31,8 +33,13 @@ const LOCAL_POSTGRES = "postgres://postgres@127.0.0.1:5432/cairn_test";
 const QUEUE = "herd";
 const PACE_MS = 5;
 
-/** The runs `--send` keeps waiting for messages, each message sent to the next of them in turn. */
+/** The runs `--send` keeps waiting for messages, each message sent to the next of them in turn; and the runs `--sleep` keeps sleeping. */
 const INBOX_RUNS = 50;
+/** `--sleep`: each run's sleep (its 50 runs started 5 ms apart: a wake-up every 5 ms or so, spread). */
+const SLEEP_MS = 250;
+
+/** How many times this process entered the `sleeper` workflow's body: its runs' first entries, plus one per replay. */
+let sleeperEntries = 0;
 
 function declare(cairn: Cairn) {
   cairn.queue(QUEUE, { workerConcurrency: 16 });
@@ -46,10 +53,20 @@ function declare(cairn: Cairn) {
     return sum;
   });
   const herd = cairn.workflow("herd", async (ctx, n: number) => ctx.step("double", () => n * 2));
-  return { herd, inbox };
+  // `--sleep`: a run that sleeps `n` times, recording when each wake-up ran (how late it was).
+  const sleeper = cairn.workflow("sleeper", async (ctx, n: number) => {
+    sleeperEntries++;
+    const times: number[] = [];
+    for (let i = 0; i < n; i++) {
+      times.push(await ctx.step("t", () => Date.now()));
+      await ctx.sleep("nap", SLEEP_MS);
+    }
+    return times;
+  });
+  return { herd, inbox, sleeper };
 }
 
-type Mode = "enqueue" | "start" | "send";
+type Mode = "enqueue" | "start" | "send" | "sleep";
 
 /** An executor process: serves the queue until told to stop. */
 async function executor(database: string): Promise<void> {
@@ -57,7 +74,13 @@ async function executor(database: string): Promise<void> {
   declare(cairn);
   await cairn.launch();
   process.send!("up");
-  process.once("message", () => void cairn.shutdown().then(() => process.exit(0)));
+  process.once(
+    "message",
+    () =>
+      void cairn.shutdown().then(() => {
+        process.send!({ sleeperEntries }, () => process.exit(0));
+      }),
+  );
 }
 
 /** CPU time (ms) the processes have used so far, user + system (Linux /proc, 10 ms ticks). */
@@ -98,12 +121,53 @@ async function measure(database: string, executors: number, runs: number, mode: 
   reader.on("notification", () => shared++);
   await reader.query("LISTEN cairn_wake");
   const producer = new Cairn({ database });
-  const { herd: workflow, inbox } = declare(producer);
+  const { herd: workflow, inbox, sleeper } = declare(producer);
+  /**
+   * `--sleep`: 50 runs, started 5 ms apart, each sleeping `wakeUps / 50` times (SLEEP_MS each);
+   * measured from the first start to the last run's end, executors stopped to count the replays.
+   */
+  const sleepers = async (wakeUps: number): Promise<void> => {
+    const naps = Math.ceil(wakeUps / INBOX_RUNS);
+    const before = cpuMs(children);
+    const serverBefore = serverCpuMs();
+    shared = 0;
+    const handles = [];
+    for (let i = 0; i < INBOX_RUNS; i++) {
+      handles.push(await sleeper.start(naps, { id: `sleeper-${i}` }));
+      await new Promise((resolve) => setTimeout(resolve, PACE_MS));
+    }
+    const times = await Promise.all(handles.map((h) => h.result()));
+    const used = cpuMs(children) - before;
+    const server = serverCpuMs() - serverBefore;
+    const heardByAll = shared;
+    for (const child of children) child.send("stop");
+    const entered = (await Promise.all(entries)).reduce((a, b) => a + b, 0);
+    const total = INBOX_RUNS * naps;
+    const late = times.flatMap((t) => t.slice(1).map((at, k) => at - t[k]! - SLEEP_MS)).sort((a, b) => a - b);
+    const replays = entered - INBOX_RUNS;
+    console.log(
+      `${executors} executors, ${total} wake-ups of ${INBOX_RUNS} sleeping runs (${SLEEP_MS} ms naps): ` +
+        `the executors' CPU ${Math.round((used * 1000) / total)} µs a wake-up (all ${executors} processes); ` +
+        `${replays} replays (${((100 * (total - replays)) / total).toFixed(1)}% warm); ` +
+        `lateness p50 ${percentile(late, 50).toFixed(1)} ms, p99 ${percentile(late, 99).toFixed(1)} ms; ` +
+        `${heardByAll} wake-ups on cairn_wake` +
+        (server > 0 ? `; local postgres processes' CPU ${Math.round((server * 1000) / total)} µs a wake-up` : ""),
+    );
+  };
+  // What each executor reports as it stops (`--sleep`: its entries into the sleeper's body).
+  const entries: Promise<number>[] = [];
   try {
     for (let k = 0; k < executors; k++) {
       const child = fork(self, ["--child", database]);
       children.push(child);
       await new Promise((resolve) => child.once("message", resolve));
+      entries.push(
+        new Promise((resolve) => child.on("message", (m: { sleeperEntries?: number }) => m.sleeperEntries !== undefined && resolve(m.sleeperEntries))),
+      );
+    }
+    if (mode === "sleep") {
+      await sleepers(runs);
+      return;
     }
     const finished = async (n: number) => {
       for (;;) {
@@ -159,7 +223,7 @@ async function measure(database: string, executors: number, runs: number, mode: 
         (server > 0 ? `; local postgres processes' CPU ${Math.round((server * 1000) / runs)} µs a ${mode === "send" ? "message" : "run"}` : ""),
     );
   } finally {
-    for (const child of children) child.send("stop");
+    for (const child of children) if (child.connected) child.send("stop");
     await Promise.all(children.map((child) => new Promise((resolve) => (child.exitCode === null ? child.once("exit", resolve) : resolve(null)))));
     await producer.shutdown();
     await setup.shutdown();
@@ -174,6 +238,7 @@ async function main(): Promise<void> {
       runs: { type: "string" },
       start: { type: "boolean", default: false },
       send: { type: "boolean", default: false },
+      sleep: { type: "boolean", default: false },
       postgres: { type: "string" },
       child: { type: "string" },
     },
@@ -188,8 +253,9 @@ async function main(): Promise<void> {
   if (!("server" in connected)) throw new Error(`PostgreSQL at ${url} is unreachable (${connected.unreachable})`);
   const scratch = await connected.server.fresh();
   try {
-    if (values.start === true && values.send === true) throw new Error("--start and --send measure different wake-ups: give one");
-    await measure(scratch.database, executors, runs, values.send === true ? "send" : values.start === true ? "start" : "enqueue");
+    const modes = (["start", "send", "sleep"] as const).filter((m) => values[m] === true);
+    if (modes.length > 1) throw new Error(`--${modes.join(", --")} measure different wake-ups: give one`);
+    await measure(scratch.database, executors, runs, modes[0] ?? "enqueue");
   } finally {
     await scratch.dispose();
   }

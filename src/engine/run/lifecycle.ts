@@ -120,6 +120,17 @@ export abstract class RunLifecycle {
     return this.halted;
   }
 
+  /**
+   * Whether the run stopped here, as the executor's bookkeeping asks (is it still running here,
+   * is it letting go): unlike `stopped`, the question disturbs nothing — only what the workflow
+   * itself calls while parked bars a warm continuation. (Read through `stopped`, a dispatch pass
+   * that happened to run during a suspend's commit cost the run its warm wake-up: 4 in 10 of a
+   * lone executor's sleeping runs replayed.)
+   */
+  get hasHalted(): boolean {
+    return this.halted;
+  }
+
   get store(): Store {
     return this.host.store;
   }
