@@ -25,7 +25,8 @@ export const CLAIM_SET = `recoveries = recoveries + (CASE WHEN status = 'running
  * 1. `orphaned`: running runs whose executor is gone, or judged dead on a heartbeat that has not
  *    moved since — work already under way that nobody runs — oldest first;
  * 2. `due`: waiting runs whose timer fell due, in the order they fell due (`wake_at`: the claim
- *    index, status, app_version, wake_at, walked in its own order);
+ *    index, status, app_version, wake_at, walked in its own order) — with `parkerFirst`, only
+ *    the claimant's own until others' are overdue (see ParkerFirst);
  * 3. `fresh`: enqueued runs no layer holds (`held`: predicates over `cairn_runs` from the layers'
  *    `holdsRuns` hooks, extension.ts — a queued run waits for its queue's dispatch), oldest first.
  *
@@ -40,7 +41,12 @@ export const CLAIM_SET = `recoveries = recoveries + (CASE WHEN status = 'running
  * `allVersions` ($2 is null): a separate statement, since an `$2 IS NULL OR app_version = $2` keeps
  * the planner from walking the claim index in order.
  */
-export function claimBranches(d: SqlDialect, held: readonly string[], allVersions: boolean): Record<"orphaned" | "due" | "fresh", ClaimBranch> {
+export function claimBranches(
+  d: SqlDialect,
+  held: readonly string[],
+  allVersions: boolean,
+  parkerFirst?: ParkerFirst,
+): Record<"orphaned" | "due" | "fresh", ClaimBranch> {
   const ours = `${allVersions ? `${d.text("$2")} IS NULL` : "app_version = $2"} AND ${d.inList("workflow", "$6")}`;
   const free = held.length === 0 ? "" : ` AND NOT (${held.map((h) => `(${h})`).join(" OR ")})`;
   return {
@@ -52,10 +58,49 @@ export function claimBranches(d: SqlDialect, held: readonly string[], allVersion
         OR executor_id NOT IN (SELECT id FROM cairn_executors))`,
       order: "created_at",
     },
-    due: { where: `${ours} AND status = 'waiting' AND wake_at <= $3`, order: "wake_at" },
+    due: {
+      where: `${ours} AND status = 'waiting' AND wake_at <= $3${parkerFirst === undefined ? "" : ` AND ${parkedHereOrLong(parkerFirst)}`}`,
+      order: "wake_at",
+    },
     fresh: { where: `${ours} AND status = 'enqueued'${free}`, order: "created_at" },
   };
 }
+
+/**
+ * Due runs go to the executor that parked them first (PostgreSQL, where a run's row names its
+ * parker's wake channel: `cairn_runs.wake_channel`): it holds them warm (warm-runs.ts), so it
+ * continues them from memory where another executor would replay their journals. Every executor
+ * arms its timer at its own runs' wake-ups, and at others' `graceMs` later (PostgresStore's
+ * nextWakeAt); its claim takes its own due runs, runs parked by no executor, and others' runs
+ * overdue by `graceMs` — the parker is then dead, frozen, full, or its wake-up was lost. Before,
+ * every executor's timer fell at every run's wake-up, the claim went to whichever came first, and
+ * with N executors a run continued warm 1 time in N. `channel`: the parameter holding the
+ * claimant's own channel (null while its session is lost: then it counts as anyone's).
+ */
+export interface ParkerFirst {
+  channel: string;
+  graceMs: number;
+}
+
+/**
+ * How long a due run waits for the executor that parked it before any executor may claim it
+ * (ParkerFirst): what a run whose parker died, froze or is full waits on top of its wake-up time.
+ * A live parker with room claims at the wake-up itself (its own timer), within milliseconds.
+ */
+export const PARKER_GRACE_MS = 100;
+
+/**
+ * The due run was parked by the claimant, by no one, by an executor no row shows any more (it shut
+ * down, was removed as dead, or reconnected under another session: the wake-ups to a run
+ * woken by a message or a child go by the same rule, postgres-writes.ts `wokenWake`), or it fell
+ * due `graceMs` ago ($3: now).
+ */
+function parkedHereOrLong({ channel, graceMs }: ParkerFirst): string {
+  return `(wake_channel IS NULL OR wake_channel = ${channel} OR wake_at <= $3 - ${graceMs} OR ${PARKER_GONE})`;
+}
+
+/** The run's parker (its `wake_channel`, not null) has no executor row: nobody holds it warm. */
+export const PARKER_GONE = `wake_channel NOT IN (SELECT e.wake_channel FROM cairn_executors e WHERE e.wake_channel IS NOT NULL)`;
 
 /** One kind of claimable run: which rows of `cairn_runs`, and the column it is taken in the order of (when it became claimable). */
 export interface ClaimBranch {
@@ -64,8 +109,8 @@ export interface ClaimBranch {
 }
 
 /** Whether any run is claimable (PostgreSQL's look before it claims): each branch stops at its first row. */
-export function anyClaimable(d: SqlDialect, held: readonly string[], allVersions: boolean): string {
-  const { orphaned, due, fresh } = claimBranches(d, held, allVersions);
+export function anyClaimable(d: SqlDialect, held: readonly string[], allVersions: boolean, parkerFirst?: ParkerFirst): string {
+  const { orphaned, due, fresh } = claimBranches(d, held, allVersions, parkerFirst);
   return [orphaned, due, fresh].map((b) => `EXISTS (SELECT 1 FROM cairn_runs WHERE ${b.where})`).join(" OR ");
 }
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { InvalidSpecError, type Cairn, type WorkflowContext } from "../../src/index.js";
 import { runtimeOf, storeOf } from "../../src/internal.js";
+import { PARKER_GRACE_MS } from "../../src/store/statements.js";
 import { ManualClock } from "../../src/testing/index.js";
 import { BACKENDS } from "../backends.js";
 import { advanceUntilSettled, cairnFactory, eventually } from "../harness.js";
@@ -231,7 +232,8 @@ describe.each(BACKENDS)("warm runs on $name", (backend) => {
     const there = env.cairn(db, { clock });
     there.workflow("hopper", sleeper(onThere));
     await there.launch();
-    clock.advance(1_000);
+    // Past the wake-up and the grace a run parked by a live executor waits for it (PostgreSQL's ParkerFirst).
+    clock.advance(1_000 + PARKER_GRACE_MS);
     await eventually(async () => (await storeOf(here).loadJournal("hopper")).some((r) => r.name === "nap-1"));
     await unloaded(there, "hopper");
     await there.shutdown();

@@ -1,11 +1,15 @@
 import { POSTGRES } from "../dialect.js";
-import { CLAIM_SET, claimBranches } from "../statements.js";
+import { CLAIM_SET, claimBranches, PARKER_GRACE_MS, type ParkerFirst } from "../statements.js";
+
+/** The claim's and the look's (PostgresStore.claimRuns) due runs: the claimant's own channel is `$7`. */
+export const PARKER_FIRST: ParkerFirst = { channel: "$7", graceMs: PARKER_GRACE_MS };
 
 /**
  * PostgreSQL's claim ($1 executor, $2 app version or null, $3 now, $4 dead executors, $5 limit, $6
- * workflows): the branches of `claimBranches` (statements.ts) — orphaned runs first, then due and
- * fresh runs by the time they became claimable — each read no further than what is left of `$5`
- * and locking what it reads (`SKIP LOCKED`: executors claiming at once read different runs), then
+ * workflows, $7 the claimant's own wake channel): the branches of `claimBranches` (statements.ts) —
+ * orphaned runs first, then due runs (the claimant's own first: ParkerFirst) and fresh runs by
+ * the time they became claimable — each read no further than what is left of `$5` and locking
+ * what it reads (`SKIP LOCKED`: executors claiming at once read different runs), then
  * one update of the runs taken, looked up by primary key.
  *
  * Due and fresh runs are merged after they are locked, so a claim that finds both locks up to `$5`
@@ -20,7 +24,7 @@ import { CLAIM_SET, claimBranches } from "../statements.js";
  * only if its heartbeat is still the one it was judged dead by. `held`: the layers' `holdsRuns`.
  */
 export function claimStatement(held: readonly string[], allVersions: boolean): string {
-  const { orphaned, due, fresh } = claimBranches(POSTGRES, held, allVersions);
+  const { orphaned, due, fresh } = claimBranches(POSTGRES, held, allVersions, PARKER_FIRST);
   const left = "$5 - (SELECT count(*) FROM orphaned)";
   const branch = (b: { where: string; order: string }, limit: string) =>
     `SELECT id, ${b.order} AS k FROM cairn_runs WHERE EXISTS (SELECT 1 FROM me) AND ${b.where}

@@ -7,8 +7,8 @@ import { checkSchema, migrationScript, type MigrationSql } from "../migration-ru
 import { createdRunRow, toRunRow } from "../rows.js";
 import { fenced, runIdsOf, SqlStore } from "../sql-store.js";
 import { runAsync, type Request, type Script } from "../script.js";
-import { anyClaimable } from "../statements.js";
-import { claimStatement } from "./postgres-claim.js";
+import { anyClaimable, PARKER_GONE, PARKER_GRACE_MS } from "../statements.js";
+import { claimStatement, PARKER_FIRST } from "./postgres-claim.js";
 import { batchDefers, deferralOf, Durability, type Deferral } from "../durability.js";
 import type {
   ClaimRequest,
@@ -423,6 +423,7 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
       POSTGRES.deadExecutors(request.deadExecutors),
       request.limit,
       POSTGRES.list(request.workflows),
+      this.session.currentOwnChannel(),
     ];
     // A look first, which writes nothing: most claims find nothing (every executor woken by a
     // NOTIFY claims, one gets the run), and the claim's renewal of the claimant's row was a write
@@ -434,7 +435,7 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
         this.pool.query<{ alive: boolean; any: boolean }>({
           name: allVersions ? "cairn_claim_look_all_versions" : "cairn_claim_look",
           text: `SELECT EXISTS (SELECT 1 FROM cairn_executors WHERE id = $1) AS alive,
-                   $5::int > 0 AND (${allVersions ? (this.lookAllVersions ??= anyClaimable(POSTGRES, this.heldRuns(), true)) : (this.lookThisVersion ??= anyClaimable(POSTGRES, this.heldRuns(), false))}) AS any`,
+                   $5::int > 0 AND (${allVersions ? (this.lookAllVersions ??= anyClaimable(POSTGRES, this.heldRuns(), true, PARKER_FIRST)) : (this.lookThisVersion ??= anyClaimable(POSTGRES, this.heldRuns(), false, PARKER_FIRST))}) AS any`,
           values,
         }),
       )
@@ -453,6 +454,38 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
     );
     if (result.rows.length === 0) return null;
     return result.rows.filter((r) => r.id !== null && r.id !== undefined).map(toRunRow);
+  }
+
+  /**
+   * The earliest time this executor may claim a waiting run at (ParkerFirst, statements.ts): its
+   * own runs' wake-ups, and those of runs no live executor parked; others' `PARKER_GRACE_MS` later. For one version, read
+   * off the claim index's first 32 entries (status, app_version, wake_at): a run of our own behind
+   * 32 of others' falling due within the grace gets our timer at the first of theirs plus the
+   * grace — no later than it would have been claimed by anyone — and its own timer armed when it
+   * suspended here serves it anyway while this process lives.
+   */
+  override async nextWakeAt(appVersion: string | null): Promise<number | null> {
+    const own = this.session.currentOwnChannel();
+    const effective = (channel: string) =>
+      `min(CASE WHEN wake_channel IS NULL OR wake_channel = ${channel} OR ${PARKER_GONE} THEN wake_at ELSE wake_at + ${PARKER_GRACE_MS} END)`;
+    const [row] =
+      appVersion === null
+        ? await this.poolConnection.all<{ w: string | number | null }>(
+            {
+              name: "cairn_next_wake_any_version_parker_first",
+              text: `SELECT ${effective("$1")} AS w FROM cairn_runs WHERE status = 'waiting' AND wake_at IS NOT NULL`,
+            },
+            [own],
+          )
+        : await this.poolConnection.all<{ w: string | number | null }>(
+            {
+              name: "cairn_next_wake_parker_first",
+              text: `SELECT ${effective("$2")} AS w FROM (SELECT wake_at, wake_channel FROM cairn_runs
+                       WHERE status = 'waiting' AND app_version = $1 AND wake_at IS NOT NULL ORDER BY wake_at LIMIT 32) t`,
+            },
+            [appVersion, own],
+          );
+    return row?.w === null || row?.w === undefined ? null : Number(row.w);
   }
 
   /** The claim, built once the layers are registered (their `holdsRuns` are in it): for this version, for all. */
