@@ -122,6 +122,8 @@ async function measure(database: string, executors: number, runs: number, mode: 
   await reader.query("LISTEN cairn_wake");
   const producer = new Cairn({ database });
   const { herd: workflow, inbox, sleeper } = declare(producer);
+  /** Whether the executors were told to stop (`--sleep` does, to count their replays). */
+  let stopped = false;
   /**
    * `--sleep`: 50 runs, started 5 ms apart, each sleeping `wakeUps / 50` times (SLEEP_MS each);
    * measured from the first start to the last run's end, executors stopped to count the replays.
@@ -140,6 +142,7 @@ async function measure(database: string, executors: number, runs: number, mode: 
     const used = cpuMs(children) - before;
     const server = serverCpuMs() - serverBefore;
     const heardByAll = shared;
+    stopped = true;
     for (const child of children) child.send("stop");
     const entered = (await Promise.all(entries)).reduce((a, b) => a + b, 0);
     const total = INBOX_RUNS * naps;
@@ -149,7 +152,7 @@ async function measure(database: string, executors: number, runs: number, mode: 
       `${executors} executors, ${total} wake-ups of ${INBOX_RUNS} sleeping runs (${SLEEP_MS} ms naps): ` +
         `the executors' CPU ${Math.round((used * 1000) / total)} µs a wake-up (all ${executors} processes); ` +
         `${replays} replays (${((100 * (total - replays)) / total).toFixed(1)}% warm); ` +
-        `lateness p50 ${percentile(late, 50).toFixed(1)} ms, p99 ${percentile(late, 99).toFixed(1)} ms; ` +
+        `lateness p50 ${percentile(late, 50).toFixed(1)} ms, p90 ${percentile(late, 90).toFixed(1)} ms, p99 ${percentile(late, 99).toFixed(1)} ms, max ${late.at(-1)!.toFixed(1)} ms; ` +
         `${heardByAll} wake-ups on cairn_wake` +
         (server > 0 ? `; local postgres processes' CPU ${Math.round((server * 1000) / total)} µs a wake-up` : ""),
     );
@@ -223,7 +226,7 @@ async function measure(database: string, executors: number, runs: number, mode: 
         (server > 0 ? `; local postgres processes' CPU ${Math.round((server * 1000) / runs)} µs a ${mode === "send" ? "message" : "run"}` : ""),
     );
   } finally {
-    for (const child of children) if (child.connected) child.send("stop");
+    if (!stopped) for (const child of children) child.send("stop");
     await Promise.all(children.map((child) => new Promise((resolve) => (child.exitCode === null ? child.once("exit", resolve) : resolve(null)))));
     await producer.shutdown();
     await setup.shutdown();
