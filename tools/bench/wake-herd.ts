@@ -38,13 +38,14 @@ const INBOX_RUNS = 50;
 /** `--sleep`: each run's sleep (its 50 runs started 5 ms apart: a wake-up every 5 ms or so, spread). */
 const SLEEP_MS = 250;
 
-/** How many times this process entered the `sleeper` workflow's body: its runs' first entries, plus one per replay. */
-let sleeperEntries = 0;
+/** How many times this process entered the `sleeper` or `inbox` workflow's body: their runs' first entries, plus one per replay. */
+let bodyEntries = 0;
 
 function declare(cairn: Cairn) {
   cairn.queue(QUEUE, { workerConcurrency: 16 });
   // `--send`: a run that receives `n` messages, a step after each, waiting (parked) in between.
   const inbox = cairn.workflow("inbox", async (ctx, n: number) => {
+    bodyEntries++;
     let sum = 0;
     for (let i = 0; i < n; i++) {
       const value = (await ctx.recv<number>("n")) ?? 0;
@@ -55,7 +56,7 @@ function declare(cairn: Cairn) {
   const herd = cairn.workflow("herd", async (ctx, n: number) => ctx.step("double", () => n * 2));
   // `--sleep`: a run that sleeps `n` times, recording when each wake-up ran (how late it was).
   const sleeper = cairn.workflow("sleeper", async (ctx, n: number) => {
-    sleeperEntries++;
+    bodyEntries++;
     const times: number[] = [];
     for (let i = 0; i < n; i++) {
       times.push(await ctx.step("t", () => Date.now()));
@@ -78,7 +79,7 @@ async function executor(database: string): Promise<void> {
     "message",
     () =>
       void cairn.shutdown().then(() => {
-        process.send!({ sleeperEntries }, () => process.exit(0));
+        process.send!({ bodyEntries }, () => process.exit(0));
       }),
   );
 }
@@ -157,16 +158,14 @@ async function measure(database: string, executors: number, runs: number, mode: 
         (server > 0 ? `; local postgres processes' CPU ${Math.round((server * 1000) / total)} µs a wake-up` : ""),
     );
   };
-  // What each executor reports as it stops (`--sleep`: its entries into the sleeper's body).
+  // What each executor reports as it stops: its entries into the sleeper's and inbox's bodies.
   const entries: Promise<number>[] = [];
   try {
     for (let k = 0; k < executors; k++) {
       const child = fork(self, ["--child", database]);
       children.push(child);
       await new Promise((resolve) => child.once("message", resolve));
-      entries.push(
-        new Promise((resolve) => child.on("message", (m: { sleeperEntries?: number }) => m.sleeperEntries !== undefined && resolve(m.sleeperEntries))),
-      );
+      entries.push(new Promise((resolve) => child.on("message", (m: { bodyEntries?: number }) => m.bodyEntries !== undefined && resolve(m.bodyEntries))));
     }
     if (mode === "sleep") {
       await sleepers(runs);
@@ -218,12 +217,21 @@ async function measure(database: string, executors: number, runs: number, mode: 
     const used = cpuMs(children) - before;
     const server = serverCpuMs() - serverBefore;
     const heardByAll = shared;
+    // `--send`: how many of the 100 + `runs` wake-ups replayed their run (the others continued warm).
+    let replays = "";
+    if (mode === "send") {
+      stopped = true;
+      for (const child of children) child.send("stop");
+      const entered = (await Promise.all(entries)).reduce((a, b) => a + b, 0);
+      replays = `; ${entered - INBOX_RUNS} of ${100 + runs} wake-ups replayed their run`;
+    }
     console.log(
       `${executors} executors, ${runs} ${mode === "send" ? `messages sent to ${INBOX_RUNS} waiting runs` : `runs ${mode === "start" ? "started" : "enqueued"}`} one at a time: ` +
         `the executors' CPU ${Math.round((used * 1000) / runs)} µs a ${mode === "send" ? "message" : "run"} (all ${executors} processes); ` +
         `${mode} call p50 ${percentile(calls, 50).toFixed(2)} ms, p99 ${percentile(calls, 99).toFixed(2)} ms; ` +
         `${heardByAll} wake-ups on cairn_wake (heard by every executor)` +
-        (server > 0 ? `; local postgres processes' CPU ${Math.round((server * 1000) / runs)} µs a ${mode === "send" ? "message" : "run"}` : ""),
+        (server > 0 ? `; local postgres processes' CPU ${Math.round((server * 1000) / runs)} µs a ${mode === "send" ? "message" : "run"}` : "") +
+        replays,
     );
   } finally {
     if (!stopped) for (const child of children) child.send("stop");
