@@ -509,6 +509,8 @@ export class Executor implements ExecutionHost {
           continue;
         }
         const capacity = this.options.maxConcurrentRuns - this.executions.size;
+        // Full: the next run to let go here claims again (released), as after a claim that filled every slot.
+        if (capacity <= 0) this.saturated = true;
         const took = capacity > 0 && (claiming || dead.length > 0) ? await this.claimAndLoad(now, dead, capacity) : 0;
         if (took === null) {
           // Our row is gone: peers presumed us dead (we were paused past the lease, or the database
@@ -520,6 +522,11 @@ export class Executor implements ExecutionHost {
           continue;
         }
         if (passingOn && (took === 0 || this.saturated)) this.passOn();
+        // Full, with runs of our own perhaps due (a timer of ours fired, or a poll): peers leave
+        // those to us for the grace (ParkerFirst). Hand them on — the pass-on above does too, for a
+        // message that woke a run we parked. Not at a claim-only pass (a `claimable` wake-up to
+        // every executor): each full executor would send a statement for it.
+        else if (capacity <= 0 && claiming && dispatching) this.passOn(true);
         passingOn = false;
         // Only if each still has the heartbeat it was judged by: one that woke up meanwhile keeps its row.
         if (dead.length > 0) await this.store.removeDeadExecutors(dead);
@@ -528,9 +535,12 @@ export class Executor implements ExecutionHost {
         // a claim-only pass (a `claimable` wake-up) that took nothing changed no timer either: with
         // several executors woken by the same start, all but one take nothing, and each read it for
         // nothing. Whole and periodic passes still read it.
+        // Saturated, a wake-up already due is not armed: the pass it fired would find no room,
+        // and read it again — a loop of passes until a run let go here, which claims again anyway
+        // (released). Runs due meanwhile wait for that, or for a peer.
         if ((claiming && (dispatching || took > 0)) || dead.length > 0) {
           const next = await this.store.nextWakeAt(this.options.recoverAllVersions ? null : this.options.appVersion);
-          if (next !== null) this.wakeAt(next);
+          if (next !== null && !(this.saturated && next <= this.clock.now())) this.wakeAt(next);
         }
       } while (this.claimAgain && this.started && !once);
     } catch (error) {
@@ -544,9 +554,13 @@ export class Executor implements ExecutionHost {
     }
   }
 
-  /** A start woke us alone and we could not show that nothing is left for the others: wake them all if a started run is still there (passOnWanted). */
-  private passOn(): void {
-    this.store.capabilities.wakeNotifications?.passOnClaimable(this.options.appVersion, this.clock.now()).catch((error: unknown) => {
+  /**
+   * A start woke us alone and we could not show that nothing is left for the others: wake them all
+   * if a started run is still there (passOnWanted). Either way our own due runs, which we could
+   * not take, go to everyone (`ownDueOnly`: that alone).
+   */
+  private passOn(ownDueOnly = false): void {
+    this.store.capabilities.wakeNotifications?.passOnClaimable(this.options.appVersion, this.clock.now(), ownDueOnly).catch((error: unknown) => {
       // Lost, the wake-up leaves the run to the next poll, as any lost wake-up does.
       if (this.started && !isTransientStoreError(error)) this.options.onError(error);
     });

@@ -387,11 +387,16 @@ export interface StoreCapabilities {
     ownChannelOf(backendPid: number): string;
     /**
      * Tells every executor (`cairn_wake`, payload `claimable`) if a started run of `appVersion`, or
-     * a waiting one due by `now`, is still claimable — in the same statement, so a run a peer took
-     * meanwhile wakes nobody: an executor woken alone (CLAIM_WAKE: for a start, or for a run it
-     * parked) that could not take it all passes it on.
+     * a waiting one due by `now` that any executor may claim, is still claimable — in the same
+     * statement, so a run a peer took meanwhile wakes nobody: an executor woken alone (CLAIM_WAKE:
+     * for a start, or for a run it parked) that could not take it all passes it on. The same
+     * statement first hands this executor's own due runs of that version to everyone (clears their
+     * `wake_channel`: see ParkerFirst, statements.ts), since it could not take them either, and
+     * tells everyone if it did. `ownDueOnly`: that hand-on alone (an executor at its capacity
+     * whose own runs fell due) — never the wake-up for others' runs, which every full executor
+     * would otherwise send each other at each of their passes.
      */
-    passOnClaimable(appVersion: string, now: number): Promise<void>;
+    passOnClaimable(appVersion: string, now: number, ownDueOnly?: boolean): Promise<void>;
   } | null;
 }
 

@@ -565,16 +565,27 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
     return ownWakeChannel(backendPid);
   }
 
-  async passOnClaimable(appVersion: string, now: number): Promise<void> {
+  async passOnClaimable(appVersion: string, now: number, ownDueOnly = false): Promise<void> {
     // Started runs (left alone if a layer holds them: a queued run waits for its queue's dispatch,
-    // not for a claim) and waiting runs fallen due (a message or a child's end woke them).
-    this.passOnStatement ??= `SELECT pg_notify('${WAKE_CHANNEL}', '${CLAIMABLE_WAKE}')
-      WHERE EXISTS (SELECT 1 FROM cairn_runs WHERE status = 'enqueued' AND app_version = $1
-        ${this.heldRuns()
-          .map((held) => `AND NOT (${held})`)
-          .join(" ")})
-      OR EXISTS (SELECT 1 FROM cairn_runs WHERE status = 'waiting' AND app_version = $1 AND wake_at <= $2)`;
-    await this.pool.query({ name: "cairn_pass_on_claimable", text: this.passOnStatement, values: [appVersion, now] });
+    // not for a claim) and waiting runs fallen due (a message or a child's end woke them) that a
+    // peer may claim: not those a live peer parked, due less than the grace ago (ParkerFirst).
+    // The EXISTS read the statement's snapshot: the runs handed on are `released`.
+    this.passOnStatement ??= `WITH released AS (
+        UPDATE cairn_runs SET wake_channel = NULL
+        WHERE status = 'waiting' AND app_version = $1 AND wake_at <= $2 AND wake_channel = $3 RETURNING 1)
+      SELECT pg_notify('${WAKE_CHANNEL}', '${CLAIMABLE_WAKE}')
+      WHERE EXISTS (SELECT 1 FROM released) OR (NOT $4::boolean AND (
+        EXISTS (SELECT 1 FROM cairn_runs WHERE status = 'enqueued' AND app_version = $1
+          ${this.heldRuns()
+            .map((held) => `AND NOT (${held})`)
+            .join(" ")})
+        OR EXISTS (SELECT 1 FROM cairn_runs WHERE status = 'waiting' AND app_version = $1 AND wake_at <= $2
+          AND (wake_channel IS NULL OR wake_at <= $2 - ${PARKER_GRACE_MS} OR ${PARKER_GONE}))))`;
+    await this.pool.query({
+      name: "cairn_pass_on_claimable",
+      text: this.passOnStatement,
+      values: [appVersion, now, this.session.currentOwnChannel(), ownDueOnly],
+    });
   }
 
   private passOnStatement: string | undefined;
