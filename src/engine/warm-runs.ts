@@ -1,4 +1,5 @@
 import type { RunRow, Store } from "../store/store.js";
+import { setLongTimeout, type LongTimeout } from "./long-timeout.js";
 import type { ExpectedRow, JournalExpectation } from "./run/journal-watch.js";
 import type { RunExecution } from "./run-execution.js";
 
@@ -45,6 +46,15 @@ export const DEFAULT_WARM_RUNS = 100;
 export class WarmRuns {
   /** Parked executions, least recently parked first. */
   private readonly parked = new Map<string, RunExecution>();
+  /**
+   * A timer per parked execution whose wait ends by time, poking its executor then. The executor
+   * has one timer of its own, armed at the earliest wake-up it knows of; after it fires, it reads
+   * the next from the database, which on PostgreSQL shows only the first few wake-ups of its
+   * version (PostgresStore.nextWakeAt) — a run parked here may fall due behind many of its peers'
+   * runs, and without its own timer would be claimed late (by up to the grace, statements.ts
+   * ParkerFirst), possibly by a peer that replays it.
+   */
+  private readonly timers = new Map<string, LongTimeout>();
 
   constructor(readonly maxRuns: number) {}
 
@@ -61,9 +71,14 @@ export class WarmRuns {
     if (!keep || this.maxRuns === 0 || !execution.parked) return execution.dropWaits();
     this.forget(execution.runId);
     this.parked.set(execution.runId, execution);
+    const wakesAt = execution.wakesAt;
+    if (wakesAt !== null) {
+      const timer = setLongTimeout(() => execution.host.poke(), wakesAt - execution.clock.now(), { unref: true });
+      this.timers.set(execution.runId, timer);
+    }
     for (const [runId, oldest] of this.parked) {
       if (this.parked.size <= this.maxRuns) break;
-      this.parked.delete(runId);
+      this.remove(runId);
       oldest.dropWaits();
     }
   }
@@ -71,7 +86,14 @@ export class WarmRuns {
   /** Drops the run's parked execution (it is loaded afresh, cancelled, resumed ...). */
   forget(runId: string): void {
     this.parked.get(runId)?.dropWaits();
+    this.remove(runId);
+  }
+
+  /** Out of the cache, its timer with it. */
+  private remove(runId: string): void {
     this.parked.delete(runId);
+    this.timers.get(runId)?.clear();
+    this.timers.delete(runId);
   }
 
   /** Whether an execution of the run is parked here (then `take` decides whether it continues). */
@@ -82,6 +104,8 @@ export class WarmRuns {
   clear(): void {
     for (const execution of this.parked.values()) execution.dropWaits();
     this.parked.clear();
+    for (const timer of this.timers.values()) timer.clear();
+    this.timers.clear();
   }
 
   /**
@@ -91,7 +115,7 @@ export class WarmRuns {
   async take(run: RunRow, executorId: string, store: Store): Promise<RunExecution | undefined> {
     const execution = this.parked.get(run.id);
     if (execution === undefined) return undefined;
-    this.parked.delete(run.id);
+    this.remove(run.id);
     const warm = await this.mayContinue(execution, run, executorId, store);
     if (!warm) execution.dropWaits();
     return warm ? execution : undefined;

@@ -287,6 +287,24 @@ describe.each(BACKENDS)("warm runs on $name", (backend) => {
     expect(p.entered).toBe(12);
   });
 
+  it("a run held warm wakes by a timer of its own, whatever became of its executor's one timer", async () => {
+    // The executor's timer holds only the earliest wake-up it knows of, and on PostgreSQL it reads
+    // only the first few of its version's: a warm run's own timer covers one it misses. Here the
+    // executor's timer is never armed, and polls are a minute apart.
+    const cairn = env.cairn(await env.database(), { pollIntervalMs: 60_000 });
+    (runtimeOf(cairn) as unknown as { executor: { wakeAt: (time: number) => void } }).executor.wakeAt = () => undefined;
+    const p = probe();
+    const wf = cairn.workflow("napper", async (ctx: WorkflowContext) => {
+      p.entered++;
+      await ctx.sleep("nap", 150);
+      return "rested";
+    });
+    await cairn.launch();
+    const run = await wf.start(undefined, { id: "napper" });
+    expect(await run.result()).toBe("rested");
+    expect(p.entered).toBe(1);
+  });
+
   it("replays a run whose own code called an operation while it was parked", async () => {
     const clock = new ManualClock();
     const cairn = env.cairn(await env.database(), { clock });

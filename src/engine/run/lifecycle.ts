@@ -99,6 +99,8 @@ export abstract class RunLifecycle {
   /** Unloaded, kept in memory for a warm continuation (warm-runs.ts); `disturbed` once anything looked at it. */
   private parking = false;
   private disturbed = false;
+  /** When the wait the execution last unloaded for ends by time (its earliest timer, or the run's deadline); null: only a message or a child ends it. */
+  private parkedUntil: number | null = null;
 
   constructor(
     readonly host: ExecutionHost,
@@ -129,6 +131,11 @@ export abstract class RunLifecycle {
    */
   get hasHalted(): boolean {
     return this.halted;
+  }
+
+  /** When the wait this execution is parked in ends by time, if it does (see parkedUntil): warm-runs.ts arms a timer at it. */
+  get wakesAt(): number | null {
+    return this.parkedUntil;
   }
 
   get store(): Store {
@@ -272,6 +279,7 @@ export abstract class RunLifecycle {
       this.letGo(error instanceof FencedError ? "lost" : "store-error", error);
       return;
     }
+    this.parkedUntil = wait.wakeAt;
     this.letGo("suspended");
     if (wait.wakeAt !== null) this.host.wakeAt(wait.wakeAt);
     this.host.poke();

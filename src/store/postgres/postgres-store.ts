@@ -458,11 +458,12 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
 
   /**
    * The earliest time this executor may claim a waiting run at (ParkerFirst, statements.ts): its
-   * own runs' wake-ups, and those of runs no live executor parked; others' `PARKER_GRACE_MS` later. For one version, read
-   * off the claim index's first 32 entries (status, app_version, wake_at): a run of our own behind
-   * 32 of others' falling due within the grace gets our timer at the first of theirs plus the
-   * grace — no later than it would have been claimed by anyone — and its own timer armed when it
-   * suspended here serves it anyway while this process lives.
+   * own runs' wake-ups, and those of runs no live executor parked; others' `PARKER_GRACE_MS` later.
+   * For one version, read off the claim index's first 32 waiting entries (status, app_version,
+   * wake_at), not all of them: a run of ours behind 32 of others' falling due within the grace is
+   * missed here, and the timer falls at the first of theirs plus the grace at the latest. A run
+   * we hold warm — the only kind going to its parker first gains anything — has a timer of its
+   * own besides (warm-runs.ts); one we evicted may wake up to the grace late.
    */
   override async nextWakeAt(appVersion: string | null): Promise<number | null> {
     const own = this.session.currentOwnChannel();
