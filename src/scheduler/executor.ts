@@ -509,8 +509,6 @@ export class Executor implements ExecutionHost {
           continue;
         }
         const capacity = this.options.maxConcurrentRuns - this.executions.size;
-        // Full: the next run to let go here claims again (released), as after a claim that filled every slot.
-        if (capacity <= 0) this.saturated = true;
         const took = capacity > 0 && (claiming || dead.length > 0) ? await this.claimAndLoad(now, dead, capacity) : 0;
         if (took === null) {
           // Our row is gone: peers presumed us dead (we were paused past the lease, or the database
@@ -535,12 +533,14 @@ export class Executor implements ExecutionHost {
         // a claim-only pass (a `claimable` wake-up) that took nothing changed no timer either: with
         // several executors woken by the same start, all but one take nothing, and each read it for
         // nothing. Whole and periodic passes still read it.
-        // Saturated, a wake-up already due is not armed: the pass it fired would find no room,
-        // and read it again — a loop of passes until a run let go here, which claims again anyway
-        // (released). Runs due meanwhile wait for that, or for a peer.
+        // Full now, a wake-up already due is not armed: the pass it fired would find no room, and
+        // read it again — a loop of passes until a run let go here. The next run to let go claims
+        // again instead (released, `saturated`); runs due meanwhile wait for that, or for a peer.
+        // (Full as counted now, not as the claim found it: a run may have let go during the claim.)
         if ((claiming && (dispatching || took > 0)) || dead.length > 0) {
           const next = await this.store.nextWakeAt(this.options.recoverAllVersions ? null : this.options.appVersion);
-          if (next !== null && !(this.saturated && next <= this.clock.now())) this.wakeAt(next);
+          if (next !== null && next <= this.clock.now() && this.executions.size >= this.options.maxConcurrentRuns) this.saturated = true;
+          else if (next !== null) this.wakeAt(next);
         }
       } while (this.claimAgain && this.started && !once);
     } catch (error) {

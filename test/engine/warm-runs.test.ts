@@ -291,7 +291,7 @@ describe.each(BACKENDS)("warm runs on $name", (backend) => {
     // The executor's timer holds only the earliest wake-up it knows of, and on PostgreSQL it reads
     // only the first few of its version's: a warm run's own timer covers one it misses. Here the
     // executor's timer is never armed, and polls are a minute apart.
-    const cairn = env.cairn(await env.database(), { pollIntervalMs: 60_000 });
+    const cairn = env.cairn(await env.database(), { pollIntervalMs: 600_000 });
     (runtimeOf(cairn) as unknown as { executor: { wakeAt: (time: number) => void } }).executor.wakeAt = () => undefined;
     const p = probe();
     const wf = cairn.workflow("napper", async (ctx: WorkflowContext) => {
@@ -303,7 +303,7 @@ describe.each(BACKENDS)("warm runs on $name", (backend) => {
     const run = await wf.start(undefined, { id: "napper" });
     expect(await run.result()).toBe("rested");
     expect(p.entered).toBe(1);
-  });
+  }, 20_000);
 
   it("replays a run whose own code called an operation while it was parked", async () => {
     const clock = new ManualClock();

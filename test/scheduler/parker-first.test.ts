@@ -17,14 +17,16 @@ describe.each(BACKENDS)("due runs go to their parker first on $name", (backend) 
   const env = cairnFactory(backend);
   const postgresOnly = it.skipIf(backend.name !== "postgres");
 
-  const napper = (entries: string[], where: string) => async (ctx: WorkflowContext, naps: number) => {
-    entries.push(where);
-    for (let i = 0; i < naps; i++) {
-      await ctx.step(`work-${i}`, () => i);
-      await ctx.sleep(`nap-${i}`, 40);
-    }
-    return naps;
-  };
+  const napper =
+    (entries: string[], where: string, napMs = 40) =>
+    async (ctx: WorkflowContext, naps: number) => {
+      entries.push(where);
+      for (let i = 0; i < naps; i++) {
+        await ctx.step(`work-${i}`, () => i);
+        await ctx.sleep(`nap-${i}`, napMs);
+      }
+      return naps;
+    };
 
   function loaded(cairn: Cairn): string[] {
     return (runtimeOf(cairn) as unknown as { executor: { loadedRunIds: string[] } }).executor.loadedRunIds;
@@ -135,13 +137,15 @@ describe.each(BACKENDS)("due runs go to their parker first on $name", (backend) 
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
     const blocker = cairn.workflow("blocker", async (ctx) => ctx.step("hold", () => released));
-    const wf = cairn.workflow("napper", napper(entries, "here"));
+    // A nap long enough for the blocker to take the only slot first, on a loaded machine too.
+    const wf = cairn.workflow("napper", napper(entries, "here", 1_000));
     await cairn.launch();
     const run = await wf.start(1, { id: "napper" });
     await eventually(async () => (await run.status()).status === "waiting" && !loaded(cairn).includes("napper"));
     await blocker.start(undefined, { id: "blocker" });
     await eventually(() => loaded(cairn).includes("blocker"));
-    await new Promise((resolve) => setTimeout(resolve, 100)); // the nap (40 ms) is over
+    const napOver = (await storeOf(cairn).getRun("napper"))!.wakeAt!;
+    await new Promise((resolve) => setTimeout(resolve, napOver - Date.now() + 100));
     const store = storeOf(cairn);
     const nextWakeAt = store.nextWakeAt.bind(store);
     let reads = 0;
@@ -157,6 +161,48 @@ describe.each(BACKENDS)("due runs go to their parker first on $name", (backend) 
     expect(await run.result()).toBe(1);
     expect(entries).toEqual(["here"]);
   });
+
+  it("a slot freed while a claim is in flight still lets the executor's timer take the next due run", async () => {
+    // The claim fills the room it was asked for, though a run let go meanwhile: the executor has a
+    // free slot, and a run still due must get its timer (polls are a minute apart; no run is held
+    // warm, so no run's own timer helps; the run claimed stays, so its end pokes nothing).
+    const db = await env.database();
+    const cairn = env.cairn(db, { maxConcurrentRuns: 2, warmRuns: { maxRuns: 0 }, pollIntervalMs: 60_000 });
+    let releaseBlocker!: () => void;
+    const blockerReleased = new Promise<void>((resolve) => (releaseBlocker = resolve));
+    let releaseHolders!: () => void;
+    const holdersReleased = new Promise<void>((resolve) => (releaseHolders = resolve));
+    const blocker = cairn.workflow("blocker", async (ctx) => ctx.step("hold", () => blockerReleased));
+    const holding = new Set<string>();
+    const holder = cairn.workflow("holder", async (ctx: WorkflowContext) => {
+      await ctx.sleep("nap", 300);
+      await ctx.step("hold", async () => {
+        holding.add(ctx.runId);
+        await holdersReleased;
+      });
+    });
+    await cairn.launch();
+    const runs = [await holder.start(undefined, { id: "holder-1" }), await holder.start(undefined, { id: "holder-2" })];
+    for (const run of runs) await eventually(async () => (await run.status()).status === "waiting" && !loaded(cairn).includes(run.id));
+    await blocker.start(undefined, { id: "blocker" });
+    await eventually(() => loaded(cairn).includes("blocker"));
+    const store = storeOf(cairn);
+    const claimRuns = store.claimRuns.bind(store);
+    let freed = false;
+    store.claimRuns = async (request) => {
+      if (!freed && request.limit === 1) {
+        freed = true;
+        releaseBlocker(); // the blocker lets go while this claim is in flight
+        await eventually(() => !loaded(cairn).includes("blocker"));
+        await new Promise((resolve) => setTimeout(resolve, 100)); // the second nap is over too
+      }
+      return claimRuns(request);
+    };
+    await eventually(() => holding.size === 2);
+    expect(freed).toBe(true);
+    releaseHolders();
+    await Promise.all(runs.map((run) => run.result()));
+  }, 20_000);
 
   postgresOnly("a run whose parker shut down is taken by another executor at its wake-up, with no grace", async () => {
     const db = await env.database();

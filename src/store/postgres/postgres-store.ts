@@ -571,9 +571,14 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
     // not for a claim) and waiting runs fallen due (a message or a child's end woke them) that a
     // peer may claim: not those a live peer parked, due less than the grace ago (ParkerFirst).
     // The EXISTS read the statement's snapshot: the runs handed on are `released`.
+    // The hand-on skips rows locked by a write in flight (a message's, a child's end's: that write
+    // sends the run its own wake-up): waiting for them, in its own order, could deadlock with a
+    // group commit that locks runs by id.
     this.passOnStatement ??= `WITH released AS (
         UPDATE cairn_runs SET wake_channel = NULL
-        WHERE status = 'waiting' AND app_version = $1 AND wake_at <= $2 AND wake_channel = $3 RETURNING 1)
+        WHERE id IN (SELECT id FROM cairn_runs
+          WHERE status = 'waiting' AND app_version = $1 AND wake_at <= $2 AND wake_channel = $3 FOR UPDATE SKIP LOCKED)
+        RETURNING 1)
       SELECT pg_notify('${WAKE_CHANNEL}', '${CLAIMABLE_WAKE}')
       WHERE EXISTS (SELECT 1 FROM released) OR (NOT $4::boolean AND (
         EXISTS (SELECT 1 FROM cairn_runs WHERE status = 'enqueued' AND app_version = $1
