@@ -538,7 +538,7 @@ export class Executor implements ExecutionHost {
         // again instead (released, `saturated`); runs due meanwhile wait for that, or for a peer.
         // (Full as counted now, not as the claim found it: a run may have let go during the claim.)
         if ((claiming && (dispatching || took > 0)) || dead.length > 0) {
-          const next = await this.store.nextWakeAt(this.options.recoverAllVersions ? null : this.options.appVersion);
+          const next = await this.store.nextWakeAt(this.options.recoverAllVersions ? null : this.options.appVersion, [...this.workflows.keys()]);
           if (next !== null && next <= this.clock.now() && this.executions.size >= this.options.maxConcurrentRuns) this.saturated = true;
           else if (next !== null) this.wakeAt(next);
         }

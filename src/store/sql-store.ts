@@ -156,11 +156,12 @@ export abstract class SqlStore<Tx> {
     return row?.v;
   }
 
-  async nextWakeAt(appVersion: string | null): Promise<number | null> {
+  async nextWakeAt(appVersion: string | null, workflows: readonly string[]): Promise<number | null> {
+    const list = this.dialect.list([...workflows]);
     const [row] =
       appVersion === null
-        ? await this.reader().all<{ w: number | null }>(this.sql.nextWakeAnyVersion, [])
-        : await this.reader().all<{ w: number | null }>(this.sql.nextWake, [appVersion]);
+        ? await this.reader().all<{ w: number | null }>(this.sql.nextWakeAnyVersion, [list])
+        : await this.reader().all<{ w: number | null }>(this.sql.nextWake, [appVersion, list]);
     return row?.w ?? null;
   }
 

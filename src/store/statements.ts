@@ -156,12 +156,16 @@ export function statements(d: SqlDialect) {
     // first entry), and of any version. Two statements and no MIN(): with `$1 IS NULL OR` the planner
     // could not use the index's order, and a MIN() it sometimes planned as a scan of every waiting
     // run (1.7 ms a call with 10,000 asleep, and an executor reads it after every claim).
+    // Of the workflows `$2` (or `$1` with any version) the executor registered: see Store.nextWakeAt.
     nextWake: s(
       "next_wake",
       `SELECT wake_at AS w FROM cairn_runs WHERE status = 'waiting' AND app_version = $1 AND wake_at IS NOT NULL
-       ORDER BY wake_at LIMIT 1`,
+       AND ${d.inList("workflow", "$2")} ORDER BY wake_at LIMIT 1`,
     ),
-    nextWakeAnyVersion: s("next_wake_any_version", `SELECT MIN(wake_at) AS w FROM cairn_runs WHERE status = 'waiting' AND wake_at IS NOT NULL`),
+    nextWakeAnyVersion: s(
+      "next_wake_any_version",
+      `SELECT MIN(wake_at) AS w FROM cairn_runs WHERE status = 'waiting' AND wake_at IS NOT NULL AND ${d.inList("workflow", "$1")}`,
+    ),
     lostRuns: s(
       "lost_runs",
       `SELECT id FROM cairn_runs WHERE ${d.inSet("id", "$1")}

@@ -478,8 +478,12 @@ export interface Store {
    * commit (null: the claimant's row is gone, nothing was claimed), `failed` of its error.
    */
   claimOnRelease?<T>(rider: ReleaseClaim<T>): () => void;
-  /** The earliest `wake_at` among waiting runs this executor may claim. */
-  nextWakeAt(appVersion: string | null): Promise<number | null>;
+  /**
+   * The earliest `wake_at` among waiting runs this executor may claim: of `appVersion` (null: any)
+   * and of one of `workflows`, those it registered — a timer armed at a run it cannot claim would
+   * fire a pass that takes nothing, and read the same time again, in a loop.
+   */
+  nextWakeAt(appVersion: string | null, workflows: readonly string[]): Promise<number | null>;
   /** Ids of this executor's runs that are no longer `running` under it (cancelled, taken over). */
   lostRuns(executorId: string, runIds: string[]): Promise<string[]>;
 

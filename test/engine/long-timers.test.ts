@@ -86,9 +86,9 @@ describe.each(BACKENDS)("timers longer than 2^31−1 ms on $name", (backend) => 
       const store = storeOf(cairn);
       let wakeLookups = 0;
       const nextWakeAt = store.nextWakeAt.bind(store);
-      store.nextWakeAt = (appVersion) => {
+      store.nextWakeAt = (appVersion, workflows) => {
         wakeLookups++;
-        return nextWakeAt(appVersion);
+        return nextWakeAt(appVersion, workflows);
       };
       const run = await wf.start(undefined, { id: "long-nap" });
       await eventually(async () => (await run.status()).status === "waiting");

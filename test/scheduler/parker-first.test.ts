@@ -28,6 +28,19 @@ describe.each(BACKENDS)("due runs go to their parker first on $name", (backend) 
       return naps;
     };
 
+  /** How many times the executor read its next wake-up in the next `ms` (a pass reads it; a spinning executor, hundreds of times a second). */
+  async function nextWakeReadsIn(cairn: Cairn, ms: number): Promise<number> {
+    const store = storeOf(cairn);
+    const nextWakeAt = store.nextWakeAt.bind(store);
+    let reads = 0;
+    store.nextWakeAt = (version, workflows) => {
+      reads++;
+      return nextWakeAt(version, workflows);
+    };
+    await new Promise((resolve) => setTimeout(resolve, ms));
+    return reads;
+  }
+
   function loaded(cairn: Cairn): string[] {
     return (runtimeOf(cairn) as unknown as { executor: { loadedRunIds: string[] } }).executor.loadedRunIds;
   }
@@ -146,20 +159,32 @@ describe.each(BACKENDS)("due runs go to their parker first on $name", (backend) 
     await eventually(() => loaded(cairn).includes("blocker"));
     const napOver = (await storeOf(cairn).getRun("napper"))!.wakeAt!;
     await new Promise((resolve) => setTimeout(resolve, napOver - Date.now() + 100));
-    const store = storeOf(cairn);
-    const nextWakeAt = store.nextWakeAt.bind(store);
-    let reads = 0;
-    store.nextWakeAt = (version) => {
-      reads++;
-      return nextWakeAt(version);
-    };
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    const reads = await nextWakeReadsIn(cairn, 500);
     // Polls only (every 200 ms on SQLite, 500 ms on PostgreSQL). It was a pass after each: ~700 a second.
     expect(reads).toBeLessThan(10);
     expect((await run.status()).status).toBe("waiting");
     release();
     expect(await run.result()).toBe(1);
     expect(entries).toEqual(["here"]);
+  });
+
+  it("an executor does not spin on a due run of a workflow it does not register", async () => {
+    const db = await env.database();
+    const entries: string[] = [];
+    const other = env.cairn(db);
+    const sleepy = other.workflow("sleepy", napper(entries, "other"));
+    await other.launch();
+    const run = await sleepy.start(1, { id: "sleepy" });
+    await eventually(async () => (await run.status()).status === "waiting" && !loaded(other).includes("sleepy"));
+    await other.shutdown(); // nobody runs it now; it falls due 40 ms after it went to sleep
+    const cairn = env.cairn(db);
+    cairn.workflow("napper", napper(entries, "here"));
+    await cairn.launch();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const reads = await nextWakeReadsIn(cairn, 500);
+    // Polls only. Before, its timer was armed at that run, whose claim it cannot make: ~600 passes a second.
+    expect(reads).toBeLessThan(10);
+    expect((await storeOf(cairn).getRun("sleepy"))!.status).toBe("waiting");
   });
 
   it("a slot freed while a claim is in flight still lets the executor's timer take the next due run", async () => {

@@ -465,8 +465,9 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
    * we hold warm — the only kind going to its parker first gains anything — has a timer of its
    * own besides (warm-runs.ts); one we evicted may wake up to the grace late.
    */
-  override async nextWakeAt(appVersion: string | null): Promise<number | null> {
+  override async nextWakeAt(appVersion: string | null, workflows: readonly string[]): Promise<number | null> {
     const own = this.session.currentOwnChannel();
+    const list = POSTGRES.list([...workflows]);
     const effective = (channel: string) =>
       `min(CASE WHEN wake_channel IS NULL OR wake_channel = ${channel} OR ${PARKER_GONE} THEN wake_at ELSE wake_at + ${PARKER_GRACE_MS} END)`;
     const [row] =
@@ -474,17 +475,19 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
         ? await this.poolConnection.all<{ w: string | number | null }>(
             {
               name: "cairn_next_wake_any_version_parker_first",
-              text: `SELECT ${effective("$1")} AS w FROM cairn_runs WHERE status = 'waiting' AND wake_at IS NOT NULL`,
+              text: `SELECT ${effective("$1")} AS w FROM cairn_runs WHERE status = 'waiting' AND wake_at IS NOT NULL
+                       AND ${POSTGRES.inList("workflow", "$2")}`,
             },
-            [own],
+            [own, list],
           )
         : await this.poolConnection.all<{ w: string | number | null }>(
             {
               name: "cairn_next_wake_parker_first",
               text: `SELECT ${effective("$2")} AS w FROM (SELECT wake_at, wake_channel FROM cairn_runs
-                       WHERE status = 'waiting' AND app_version = $1 AND wake_at IS NOT NULL ORDER BY wake_at LIMIT 32) t`,
+                       WHERE status = 'waiting' AND app_version = $1 AND wake_at IS NOT NULL AND ${POSTGRES.inList("workflow", "$3")}
+                       ORDER BY wake_at LIMIT 32) t`,
             },
-            [appVersion, own],
+            [appVersion, own, list],
           );
     return row?.w === null || row?.w === undefined ? null : Number(row.w);
   }
