@@ -89,18 +89,21 @@ export interface ParkerFirst {
  */
 export const PARKER_GRACE_MS = 100;
 
-/**
- * The due run was parked by the claimant, by no one, by an executor no row shows any more (it shut
- * down, was removed as dead, or reconnected under another session: the wake-ups to a run
- * woken by a message or a child go by the same rule, postgres-writes.ts `wokenWake`), or it fell
- * due `graceMs` ago ($3: now).
- */
+/** The due run fell due `graceMs` ago ($3: now), or the claimant may have it at once (`claimableAtOnce`). */
 function parkedHereOrLong({ channel, graceMs }: ParkerFirst): string {
-  return `(wake_channel IS NULL OR wake_channel = ${channel} OR wake_at <= $3 - ${graceMs} OR ${PARKER_GONE})`;
+  return `(${claimableAtOnce(channel)} OR wake_at <= $3 - ${graceMs})`;
 }
 
-/** The run's parker (its `wake_channel`, not null) has no executor row: nobody holds it warm. */
-export const PARKER_GONE = `wake_channel NOT IN (SELECT e.wake_channel FROM cairn_executors e WHERE e.wake_channel IS NOT NULL)`;
+/**
+ * A waiting run the executor whose own channel is `channel` (SQL) may claim as soon as it falls
+ * due: it parked the run, nobody did, or no executor row shows its parker any more (it shut down,
+ * was removed as dead, or re-registered under another session — the wake-ups to a run woken by a
+ * message or a child go by the same rule, postgres-writes.ts `wokenWake`). Any other it may claim
+ * `PARKER_GRACE_MS` after. `channel` null (a session being reopened) matches no parker.
+ */
+export function claimableAtOnce(channel: string): string {
+  return `(wake_channel IS NULL OR wake_channel = ${channel} OR wake_channel NOT IN (SELECT e.wake_channel FROM cairn_executors e WHERE e.wake_channel IS NOT NULL))`;
+}
 
 /** One kind of claimable run: which rows of `cairn_runs`, and the column it is taken in the order of (when it became claimable). */
 export interface ClaimBranch {

@@ -41,6 +41,19 @@ describe.each(BACKENDS)("due runs go to their parker first on $name", (backend) 
     return reads;
   }
 
+  /** One executor (`here`, on a ManualClock) that parked the run "napper", asleep for 40 ms. */
+  async function parkedNapper() {
+    const db = await env.database();
+    const clock = new ManualClock();
+    const entries: string[] = [];
+    const here = env.cairn(db, { clock });
+    const wf = here.workflow("napper", napper(entries, "here"));
+    await here.launch();
+    const run = await wf.start(1, { id: "napper" });
+    await eventually(async () => (await run.status()).status === "waiting" && !loaded(here).includes("napper"));
+    return { db, clock, entries, here };
+  }
+
   function loaded(cairn: Cairn): string[] {
     return (runtimeOf(cairn) as unknown as { executor: { loadedRunIds: string[] } }).executor.loadedRunIds;
   }
@@ -67,14 +80,7 @@ describe.each(BACKENDS)("due runs go to their parker first on $name", (backend) 
   });
 
   postgresOnly("a run whose parker is frozen (its row alive, nothing claiming) is taken by another executor once it is the grace overdue", async () => {
-    const db = await env.database();
-    const clock = new ManualClock();
-    const entries: string[] = [];
-    const here = env.cairn(db, { clock });
-    const wf = here.workflow("napper", napper(entries, "here"));
-    await here.launch();
-    const run = await wf.start(1, { id: "napper" });
-    await eventually(async () => (await run.status()).status === "waiting" && !loaded(here).includes("napper"));
+    const { db, clock, entries, here } = await parkedNapper();
     // Frozen: the parker's row stays (a live session's pid, a fresh heartbeat) and nothing of it acts.
     const { rows } = await here.query("SELECT e.* FROM cairn_executors e");
     await here.shutdown();
@@ -230,14 +236,7 @@ describe.each(BACKENDS)("due runs go to their parker first on $name", (backend) 
   }, 20_000);
 
   postgresOnly("a run whose parker shut down is taken by another executor at its wake-up, with no grace", async () => {
-    const db = await env.database();
-    const clock = new ManualClock();
-    const entries: string[] = [];
-    const here = env.cairn(db, { clock });
-    const wf = here.workflow("napper", napper(entries, "here"));
-    await here.launch();
-    const run = await wf.start(1, { id: "napper" });
-    await eventually(async () => (await run.status()).status === "waiting" && !loaded(here).includes("napper"));
+    const { db, clock, entries, here } = await parkedNapper();
     await here.shutdown(); // its executor row goes: nobody holds the run warm
     const there = env.cairn(db, { clock });
     there.workflow("napper", napper(entries, "there"));

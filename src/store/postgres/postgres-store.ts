@@ -7,7 +7,7 @@ import { checkSchema, migrationScript, type MigrationSql } from "../migration-ru
 import { createdRunRow, toRunRow } from "../rows.js";
 import { fenced, runIdsOf, SqlStore } from "../sql-store.js";
 import { runAsync, type Request, type Script } from "../script.js";
-import { anyClaimable, PARKER_GONE, PARKER_GRACE_MS } from "../statements.js";
+import { anyClaimable, claimableAtOnce, PARKER_GRACE_MS } from "../statements.js";
 import { claimStatement, PARKER_FIRST } from "./postgres-claim.js";
 import { batchDefers, deferralOf, Durability, type Deferral } from "../durability.js";
 import type {
@@ -69,6 +69,24 @@ const MAX_ATTEMPTS = 5;
 
 /** How long `close()` waits for the commit in flight and the connections to end. */
 const CLOSE_BOUND_MS = 5_000;
+
+/** When a waiting run falls due for the executor whose own channel is `own` (ParkerFirst, statements.ts): its own and unparked runs at their wake-up, others' the grace later. */
+const parkerFirstWake = (own: string) => `min(CASE WHEN ${claimableAtOnce(own)} THEN wake_at ELSE wake_at + ${PARKER_GRACE_MS} END)`;
+
+/** PostgresStore.nextWakeAt for one version ($1 version, $2 own channel, $3 workflows): the claim index's first 32 waiting entries. */
+const NEXT_WAKE = {
+  name: "cairn_next_wake_parker_first",
+  text: `SELECT ${parkerFirstWake("$2")} AS w FROM (SELECT wake_at, wake_channel FROM cairn_runs
+           WHERE status = 'waiting' AND app_version = $1 AND wake_at IS NOT NULL AND ${POSTGRES.inList("workflow", "$3")}
+           ORDER BY wake_at LIMIT 32) t`,
+};
+
+/** The same for every version ($1 own channel, $2 workflows). */
+const NEXT_WAKE_ANY_VERSION = {
+  name: "cairn_next_wake_any_version_parker_first",
+  text: `SELECT ${parkerFirstWake("$1")} AS w FROM cairn_runs WHERE status = 'waiting' AND wake_at IS NOT NULL
+           AND ${POSTGRES.inList("workflow", "$2")}`,
+};
 
 /**
  * The scale-out backend: many executor processes, on many machines, share one PostgreSQL.
@@ -468,27 +486,10 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
   override async nextWakeAt(appVersion: string | null, workflows: readonly string[]): Promise<number | null> {
     const own = this.session.currentOwnChannel();
     const list = POSTGRES.list([...workflows]);
-    const effective = (channel: string) =>
-      `min(CASE WHEN wake_channel IS NULL OR wake_channel = ${channel} OR ${PARKER_GONE} THEN wake_at ELSE wake_at + ${PARKER_GRACE_MS} END)`;
     const [row] =
       appVersion === null
-        ? await this.poolConnection.all<{ w: string | number | null }>(
-            {
-              name: "cairn_next_wake_any_version_parker_first",
-              text: `SELECT ${effective("$1")} AS w FROM cairn_runs WHERE status = 'waiting' AND wake_at IS NOT NULL
-                       AND ${POSTGRES.inList("workflow", "$2")}`,
-            },
-            [own, list],
-          )
-        : await this.poolConnection.all<{ w: string | number | null }>(
-            {
-              name: "cairn_next_wake_parker_first",
-              text: `SELECT ${effective("$2")} AS w FROM (SELECT wake_at, wake_channel FROM cairn_runs
-                       WHERE status = 'waiting' AND app_version = $1 AND wake_at IS NOT NULL AND ${POSTGRES.inList("workflow", "$3")}
-                       ORDER BY wake_at LIMIT 32) t`,
-            },
-            [appVersion, own, list],
-          );
+        ? await this.poolConnection.all<{ w: string | number | null }>(NEXT_WAKE_ANY_VERSION, [own, list])
+        : await this.poolConnection.all<{ w: string | number | null }>(NEXT_WAKE, [appVersion, own, list]);
     return row?.w === null || row?.w === undefined ? null : Number(row.w);
   }
 
@@ -589,7 +590,7 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
             .map((held) => `AND NOT (${held})`)
             .join(" ")})
         OR EXISTS (SELECT 1 FROM cairn_runs WHERE status = 'waiting' AND app_version = $1 AND wake_at <= $2
-          AND (wake_channel IS NULL OR wake_at <= $2 - ${PARKER_GRACE_MS} OR ${PARKER_GONE}))))`;
+          AND (${claimableAtOnce("$3")} OR wake_at <= $2 - ${PARKER_GRACE_MS}))))`;
     await this.pool.query({
       name: "cairn_pass_on_claimable",
       text: this.passOnStatement,
