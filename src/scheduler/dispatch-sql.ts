@@ -178,6 +178,16 @@ export function incomingDecision(d: SqlDialect, policySql: string, run: Incoming
 }
 
 /**
+ * The time a decision is recorded at: the dispatcher's now, but never before the run was enqueued.
+ * The two are different processes' clocks (or one clock read at different moments: a dispatcher
+ * reads now, then an enqueue commits with a later now before the dispatcher's statement sees it),
+ * and a record saying a run was taken before it was queued would be read as a lie.
+ */
+function dispatchedAt(d: SqlDialect, table: string, now: string): string {
+  return d.greatest(`${table}.enqueued_at`, d.bigint(now));
+}
+
+/**
  * PostgreSQL only: the next decision, taken and recorded in one statement (one round trip instead
  * of three; SQLite, in-process, has no data-modifying CTEs and needs none). $5 is the policy's name.
  */
@@ -188,7 +198,7 @@ pick AS (SELECT p.run_id, p.executor_id FROM (${policySql}) p LIMIT 1),
 take AS (
   UPDATE cairn_runs r SET status = 'running', executor_id = pick.executor_id, updated_at = ${d.bigint("$2")}
   FROM pick WHERE r.id = pick.run_id AND r.status = 'enqueued' RETURNING r.id, r.executor_id)
-UPDATE cairn_queue_runs t SET dispatched_at = ${d.bigint("$2")}, executor_id = take.executor_id, policy = ${d.text("$5")}
+UPDATE cairn_queue_runs t SET dispatched_at = ${dispatchedAt(d, "t", "$2")}, executor_id = take.executor_id, policy = ${d.text("$5")}
 FROM take WHERE t.run_id = take.id RETURNING t.run_id, t.executor_id`,
   };
 }
@@ -326,7 +336,7 @@ export function decideBatch(d: SqlDialect, policy: BatchPolicy, policySql: strin
 take AS (
   UPDATE cairn_runs r SET status = 'running', executor_id = pick.executor_id, updated_at = ${d.bigint("$2")}
   FROM pick WHERE r.id = pick.run_id AND r.status = 'enqueued' RETURNING r.id, r.executor_id)
-UPDATE cairn_queue_runs t SET dispatched_at = ${d.bigint("$2")}, executor_id = take.executor_id, policy = ${d.text("$5")}
+UPDATE cairn_queue_runs t SET dispatched_at = ${dispatchedAt(d, "t", "$2")}, executor_id = take.executor_id, policy = ${d.text("$5")}
 FROM take JOIN pick ON pick.run_id = take.id WHERE t.run_id = take.id RETURNING t.run_id, t.executor_id, pick.again`,
   };
 }
@@ -409,7 +419,10 @@ export function dispatchStatements(d: SqlDialect) {
        WHERE ${d.inList("id", "$1")} AND status || '' = 'enqueued' RETURNING id`,
     ),
     /** SQLite: the same decisions ($1 runs, $2 executor) recorded, at $3 under policy $4, for anyone to read in SQL. */
-    recordAll: s("record_all", `UPDATE cairn_queue_runs SET dispatched_at = $3, executor_id = $2, policy = $4 WHERE ${d.inList("run_id", "$1")}`),
+    recordAll: s(
+      "record_all",
+      `UPDATE cairn_queue_runs SET dispatched_at = ${dispatchedAt(d, "cairn_queue_runs", "$3")}, executor_id = $2, policy = $4 WHERE ${d.inList("run_id", "$1")}`,
+    ),
     /** When a rate window of these queues ($1 list) ends, letting a dispatch happen again. */
     nextRateWindow: s(
       "next_rate_window",

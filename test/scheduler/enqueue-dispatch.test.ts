@@ -1,6 +1,6 @@
 import pg from "pg";
 import { describe, expect, it, vi } from "vitest";
-import { InvalidSpecError } from "../../src/index.js";
+import { type Clock, InvalidSpecError, systemClock } from "../../src/index.js";
 import { ENQUEUE_HOLDER_KEY, QUEUE_LOCK_KEY } from "../../src/scheduler/dispatch-sql.js";
 import { Queues } from "../../src/scheduler/queues.js";
 import { BACKENDS } from "../backends.js";
@@ -112,6 +112,22 @@ describe.each(BACKENDS)("dispatch at enqueue on $name", (backend) => {
       const { rows: done } = await executor.cairn.query("SELECT COUNT(*) AS n FROM cairn_runs WHERE status = 'succeeded'");
       return Number(done[0]!.n) === 2;
     });
+  });
+
+  // The enqueue and the decision are stamped by different clocks (here a producer's 5 s ahead; in
+  // CI, one process's clock read by a pass before an enqueue committed): the record never says a
+  // run was taken before it was queued.
+  it("records no dispatch before the enqueue, whatever the clocks", async () => {
+    const db = await backend.freshDatabase();
+    const ahead: Clock = { ...systemClock, now: () => Date.now() + 5_000 };
+    const producer = env.cairn(db, { pollIntervalMs: 60_000, clock: ahead });
+    producer.queue("mail", { workerConcurrency: 1 });
+    const send = producer.workflow("send", async (ctx, input: { to: string }) => ctx.step("send", async () => `sent to ${input.to}`));
+    await send.enqueue("mail", { to: "ada" }, { id: "mail-skewed" });
+    const executor = await declare(db, true);
+    expect(await executor.cairn.run("mail-skewed").result()).toBe("sent to ada");
+    const { rows } = await executor.cairn.query("SELECT enqueued_at, dispatched_at FROM cairn_queue_runs WHERE run_id = 'mail-skewed'");
+    expect(Number(rows[0]!.dispatched_at)).toBeGreaterThanOrEqual(Number(rows[0]!.enqueued_at));
   });
 
   // SQLite: the dispatch that rides a run's end (Store.claimOnRelease) stands in for the pass the
