@@ -873,10 +873,15 @@ export class Executor implements ExecutionHost {
     return this.store.capabilities.sessionLiveness?.sessionPid() ?? null;
   }
 
-  /** The channel the session with this pid hears our own wake-ups on (recorded with the pid it comes from). */
+  /**
+   * PostgreSQL: the channel the session with this pid hears our own wake-ups on (recorded with the
+   * pid it comes from). SQLite, which has no channels: our store's name as a parker (Store.ownParker),
+   * so the runs we park are known as ours.
+   */
   private wakeChannelOf(sessionPid: number | null): string | null {
     const notifications = this.store.capabilities.wakeNotifications;
-    return sessionPid === null || notifications === null ? null : notifications.ownChannelOf(sessionPid);
+    if (notifications === null) return this.store.ownParker();
+    return sessionPid === null ? null : notifications.ownChannelOf(sessionPid);
   }
 
   /**

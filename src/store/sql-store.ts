@@ -156,14 +156,21 @@ export abstract class SqlStore<Tx> {
     return row?.v;
   }
 
+  /**
+   * The earliest time this executor may claim a waiting run at (ParkerFirst, statements.ts): its
+   * own runs' wake-ups, and those of runs no live executor parked; others' `PARKER_GRACE_MS` later.
+   */
   async nextWakeAt(appVersion: string | null, workflows: readonly string[]): Promise<number | null> {
+    const own = this.ownParker();
     const list = this.dialect.list([...workflows]);
     const [row] =
       appVersion === null
-        ? await this.reader().all<{ w: number | null }>(this.sql.nextWakeAnyVersion, [list])
-        : await this.reader().all<{ w: number | null }>(this.sql.nextWake, [appVersion, list]);
-    return row?.w ?? null;
+        ? await this.reader().all<{ w: string | number | null }>(this.sql.nextWakeAnyVersion, [own, list])
+        : await this.reader().all<{ w: string | number | null }>(this.sql.nextWake, [appVersion, own, list]);
+    return row?.w === null || row?.w === undefined ? null : Number(row.w);
   }
+
+  abstract ownParker(): string | null;
 
   async lostRuns(executorId: string, runIds: string[]): Promise<string[]> {
     if (runIds.length === 0) return [];

@@ -67,15 +67,17 @@ export function claimBranches(
 }
 
 /**
- * Due runs go to the executor that parked them first (PostgreSQL, where a run's row names its
- * parker's wake channel: `cairn_runs.wake_channel`): it holds them warm (warm-runs.ts), so it
- * continues them from memory where another executor would replay their journals. Every executor
- * arms its timer at its own runs' wake-ups, and at others' `graceMs` later (PostgresStore's
- * nextWakeAt); its claim takes its own due runs, runs parked by no executor, and others' runs
- * overdue by `graceMs` — the parker is then dead, frozen, full, or its wake-up was lost. Before,
- * every executor's timer fell at every run's wake-up, the claim went to whichever came first, and
- * with N executors a run continued warm 1 time in N. `channel`: the parameter holding the
- * claimant's own channel (null while its session is lost: then it counts as anyone's).
+ * Due runs go to the executor that parked them first: it holds them warm (warm-runs.ts), so it
+ * continues them from memory where another executor would replay their journals. A run's row
+ * names its parker (`cairn_runs.wake_channel`, written by `suspend`) as the parker's executor row
+ * does (`cairn_executors.wake_channel`): on PostgreSQL its session's wake channel, on SQLite a name
+ * its store made at open (Store.ownParker). Every executor arms its timer at its own runs'
+ * wake-ups, and at others' `graceMs` later (Store.nextWakeAt); its claim takes its own due runs,
+ * runs parked by no executor, and others' runs overdue by `graceMs` — the parker is then dead,
+ * frozen, full, or its wake-up was lost. Before, every executor's timer fell at every run's
+ * wake-up, the claim went to whichever came first, and with N executors a run continued warm 1
+ * time in N. `channel`: the parameter holding the claimant's own name (null while its PostgreSQL
+ * session is lost: then it counts as anyone's).
  */
 export interface ParkerFirst {
   channel: string;
@@ -88,6 +90,12 @@ export interface ParkerFirst {
  * A live parker with room claims at the wake-up itself (its own timer), within milliseconds.
  */
 export const PARKER_GRACE_MS = 100;
+
+/** The claim's ParkerFirst on both backends: `$7` holds the claimant's own name (Store.ownParker). */
+export const PARKER_FIRST: ParkerFirst = { channel: "$7", graceMs: PARKER_GRACE_MS };
+
+/** When a waiting run falls due for the executor whose own name is `own` (SQL): its own and unparked runs at their wake-up, others' the grace later. */
+const parkerFirstWake = (own: string) => `min(CASE WHEN ${claimableAtOnce(own)} THEN wake_at ELSE wake_at + ${PARKER_GRACE_MS} END)`;
 
 /** The due run fell due `graceMs` ago ($3: now), or the claimant may have it at once (`claimableAtOnce`). */
 function parkedHereOrLong({ channel, graceMs }: ParkerFirst): string {
@@ -122,8 +130,8 @@ export function anyClaimable(d: SqlDialect, held: readonly string[], allVersions
  * most `$5` — orphaned runs, then due and fresh runs by the time they became claimable — each branch
  * read no further than `$5` rows.
  */
-export function claimIds(d: SqlDialect, held: readonly string[], allVersions: boolean): string {
-  const { orphaned, due, fresh } = claimBranches(d, held, allVersions);
+export function claimIds(d: SqlDialect, held: readonly string[], allVersions: boolean, parkerFirst?: ParkerFirst): string {
+  const { orphaned, due, fresh } = claimBranches(d, held, allVersions, parkerFirst);
   const ranked = (b: ClaimBranch, rank: number, alias: string) =>
     `SELECT id, ${rank} AS rank, k FROM (SELECT id, ${b.order} AS k FROM cairn_runs WHERE ${b.where} ORDER BY ${b.order} LIMIT $5) ${alias}`;
   return `SELECT id FROM (${ranked(orphaned, 0, "o")} UNION ALL ${ranked(due, 1, "w")} UNION ALL ${ranked(fresh, 1, "f")}) c
@@ -155,19 +163,26 @@ export function statements(d: SqlDialect) {
       `SELECT COALESCE(e.value, p.body) AS v FROM cairn_events e LEFT JOIN cairn_payloads p ON p.hash = e.value_hash
        WHERE e.run_id = $1 AND e.key = $2`,
     ),
-    // The earliest timer of a version (read off the claim index, status, app_version, wake_at, at its
-    // first entry), and of any version. Two statements and no MIN(): with `$1 IS NULL OR` the planner
-    // could not use the index's order, and a MIN() it sometimes planned as a scan of every waiting
-    // run (1.7 ms a call with 10,000 asleep, and an executor reads it after every claim).
-    // Of the workflows `$2` (or `$1` with any version) the executor registered: see Store.nextWakeAt.
+    // When this executor may next claim a waiting run (ParkerFirst): for one version ($1 version,
+    // $2 its own name, $3 workflows), read off the claim index (status, app_version, wake_at) at its
+    // first 32 waiting entries, not all of them — a run of ours behind 32 of others' falling due
+    // within the grace is missed here, and the timer falls at the first of theirs plus the grace at
+    // the latest. (A run held warm, the only kind going to its parker first gains anything, has a
+    // timer of its own besides: warm-runs.ts.) Two statements: with `$1 IS NULL OR` the planner
+    // could not use the index's order, and a bare MIN() it sometimes planned as a scan of every
+    // waiting run (1.7 ms a call with 10,000 asleep, and an executor reads it after every claim).
+    // Of the workflows the executor registered: see Store.nextWakeAt.
     nextWake: s(
-      "next_wake",
-      `SELECT wake_at AS w FROM cairn_runs WHERE status = 'waiting' AND app_version = $1 AND wake_at IS NOT NULL
-       AND ${d.inList("workflow", "$2")} ORDER BY wake_at LIMIT 1`,
+      "next_wake_parker_first",
+      `SELECT ${parkerFirstWake("$2")} AS w FROM (SELECT wake_at, wake_channel FROM cairn_runs
+         WHERE status = 'waiting' AND app_version = $1 AND wake_at IS NOT NULL AND ${d.inList("workflow", "$3")}
+         ORDER BY wake_at LIMIT 32) t`,
     ),
+    // Any version ($1 own name, $2 workflows): every waiting run (an executor recovering every version is rare).
     nextWakeAnyVersion: s(
-      "next_wake_any_version",
-      `SELECT MIN(wake_at) AS w FROM cairn_runs WHERE status = 'waiting' AND wake_at IS NOT NULL AND ${d.inList("workflow", "$1")}`,
+      "next_wake_any_version_parker_first",
+      `SELECT ${parkerFirstWake("$1")} AS w FROM cairn_runs WHERE status = 'waiting' AND wake_at IS NOT NULL
+         AND ${d.inList("workflow", "$2")}`,
     ),
     lostRuns: s(
       "lost_runs",

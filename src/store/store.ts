@@ -479,11 +479,19 @@ export interface Store {
    */
   claimOnRelease?<T>(rider: ReleaseClaim<T>): () => void;
   /**
-   * The earliest `wake_at` among waiting runs this executor may claim: of `appVersion` (null: any)
-   * and of one of `workflows`, those it registered — a timer armed at a run it cannot claim would
-   * fire a pass that takes nothing, and read the same time again, in a loop.
+   * The earliest time this executor may claim a waiting run at: of `appVersion` (null: any) and of
+   * one of `workflows`, those it registered — a timer armed at a run it cannot claim would fire a
+   * pass that takes nothing, and read the same time again, in a loop. Its own runs' (and unparked
+   * runs') `wake_at`, others' `PARKER_GRACE_MS` later (ParkerFirst, statements.ts).
    */
   nextWakeAt(appVersion: string | null, workflows: readonly string[]): Promise<number | null>;
+  /**
+   * The name a run this store suspends carries as its parker (`cairn_runs.wake_channel`), which
+   * its executor registers too (`cairn_executors.wake_channel`): a due run goes to its parker first
+   * (ParkerFirst, statements.ts). PostgreSQL: its session's own wake channel (null while the session
+   * is lost); SQLite: a name made when the store opened, one per store.
+   */
+  ownParker(): string | null;
   /** Ids of this executor's runs that are no longer `running` under it (cancelled, taken over). */
   lostRuns(executorId: string, runIds: string[]): Promise<string[]>;
 

@@ -1,16 +1,17 @@
+import Database from "better-sqlite3";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
 import type { Cairn, WorkflowContext } from "../../src/index.js";
 import { runtimeOf, storeOf } from "../../src/internal.js";
+import { positionalPlaceholders } from "../../src/store/rows.js";
 import { PARKER_GRACE_MS } from "../../src/store/statements.js";
 import { ManualClock } from "../../src/testing/index.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
 
 /**
- * A sleeping run's wake-up goes to the executor that parked it (PostgreSQL: statements.ts,
- * ParkerFirst): that executor holds it warm and continues it from memory, where any other would
- * replay its journal. Others may take it once it is `PARKER_GRACE_MS` overdue, or at once when no
+ * A sleeping run's wake-up goes to the executor that parked it (statements.ts, ParkerFirst): that
+ * executor holds it warm and continues it from memory, where any other would replay its journal. Others may take it once it is `PARKER_GRACE_MS` overdue, or at once when no
  * executor row shows its parker any more. Replays are counted by entries into the workflow's body.
  */
 describe.each(BACKENDS)("due runs go to their parker first on $name", (backend) => {
@@ -54,11 +55,22 @@ describe.each(BACKENDS)("due runs go to their parker first on $name", (backend) 
     return { db, clock, entries, here };
   }
 
+  /** A write to a SQLite file from outside Cairn (`$n` placeholders, as on PostgreSQL). */
+  async function writeSqlite(path: string, sql: string, values: unknown[]): Promise<void> {
+    const raw = new Database(path);
+    try {
+      const q = positionalPlaceholders(sql, values);
+      raw.prepare(q.text).run(...q.params);
+    } finally {
+      raw.close();
+    }
+  }
+
   function loaded(cairn: Cairn): string[] {
     return (runtimeOf(cairn) as unknown as { executor: { loadedRunIds: string[] } }).executor.loadedRunIds;
   }
 
-  postgresOnly("two executors' sleeping runs each wake on the executor that parked them, warm", async () => {
+  it("two executors' sleeping runs each wake on the executor that parked them, warm", async () => {
     const db = await env.database();
     const entries: string[] = [];
     const a = env.cairn(db);
@@ -79,21 +91,23 @@ describe.each(BACKENDS)("due runs go to their parker first on $name", (backend) 
     expect(entries.filter((e) => e === "b").length).toBeGreaterThanOrEqual(4);
   });
 
-  postgresOnly("a run whose parker is frozen (its row alive, nothing claiming) is taken by another executor once it is the grace overdue", async () => {
+  it("a run whose parker is frozen (its row alive, nothing claiming) is taken by another executor once it is the grace overdue", async () => {
     const { db, clock, entries, here } = await parkedNapper();
-    // Frozen: the parker's row stays (a live session's pid, a fresh heartbeat) and nothing of it acts.
+    // Frozen: the parker's row stays (a fresh heartbeat; on PostgreSQL, a live session's pid) and nothing of it acts.
     const { rows } = await here.query("SELECT e.* FROM cairn_executors e");
     await here.shutdown();
-    const frozen = new pg.Client({ connectionString: db });
-    await frozen.connect();
+    const row = rows[0]!;
+    expect(row.wake_channel).toEqual(expect.any(String)); // the name its runs carry as their parker
+    const onPostgres = backend.name === "postgres";
+    const frozen = onPostgres ? new pg.Client({ connectionString: db }) : null;
+    await frozen?.connect();
     try {
-      const row = rows[0]!;
-      const pid = (await frozen.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]!.pid;
-      await frozen.query(
-        `INSERT INTO cairn_executors (id, hostname, pid, backend_pid, app_version, started_at, heartbeat_at, wake_channel, workflows)
-         VALUES ('frozen', 'frozen', 1, $1, $2, $3, $3, $4, $5)`,
-        [pid, row.app_version, clock.now(), row.wake_channel, row.workflows],
-      );
+      const pid = frozen === null ? null : (await frozen.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]!.pid;
+      const insert = `INSERT INTO cairn_executors (id, hostname, pid, backend_pid, app_version, started_at, heartbeat_at, wake_channel, workflows)
+         VALUES ('frozen', 'frozen', 1, $1, $2, $3, $3, $4, $5)`;
+      const values = [pid, row.app_version, clock.now(), row.wake_channel, row.workflows];
+      if (frozen !== null) await frozen.query(insert, values);
+      else await writeSqlite(db, insert, values);
       const there = env.cairn(db, { clock, pollIntervalMs: 20 });
       there.workflow("napper", napper(entries, "there"));
       await there.launch();
@@ -104,7 +118,7 @@ describe.each(BACKENDS)("due runs go to their parker first on $name", (backend) 
       expect(await there.run("napper").result()).toBe(1);
       expect(entries).toEqual(["here", "there"]);
     } finally {
-      await frozen.end();
+      await frozen?.end();
     }
   });
 
@@ -235,7 +249,7 @@ describe.each(BACKENDS)("due runs go to their parker first on $name", (backend) 
     await Promise.all(runs.map((run) => run.result()));
   }, 20_000);
 
-  postgresOnly("a run whose parker shut down is taken by another executor at its wake-up, with no grace", async () => {
+  it("a run whose parker shut down is taken by another executor at its wake-up, with no grace", async () => {
     const { db, clock, entries, here } = await parkedNapper();
     await here.shutdown(); // its executor row goes: nobody holds the run warm
     const there = env.cairn(db, { clock });

@@ -53,13 +53,18 @@ describe.each(BACKENDS)("wake channels on $name", (backend) => {
     return payloads.filter((p) => / (dispatched:|queue:|claimable$|claim$)/.test(p));
   }
 
-  it("records each executor's own channel with the queues it serves (PostgreSQL), none on SQLite", async () => {
+  it("records each executor's own channel with the queues it serves (PostgreSQL), none on SQLite; each executor's name as a parker", async () => {
     const db = await env.database();
     const { channel, backendPid } = await fleet(db);
     expect(channel).toBe(backend.name === "postgres" ? `cairn_wake_${String(backendPid)}` : null);
     const { rows } = await env.cairn(db).query("SELECT backend_pid, wake_channel, workflows FROM cairn_executors ORDER BY app_version");
     expect(rows).toHaveLength(2);
-    for (const row of rows) expect(row.wake_channel).toBe(backend.name === "postgres" ? `cairn_wake_${String(row.backend_pid)}` : null);
+    // SQLite has no channels: an executor's row carries its store's name as the parker of its runs
+    // (Store.ownParker), one per executor.
+    for (const row of rows) {
+      expect(row.wake_channel).toMatch(backend.name === "postgres" ? new RegExp(`^cairn_wake_${String(row.backend_pid)}$`) : /^sqlite_[0-9a-f]{16}$/);
+    }
+    expect(new Set(rows.map((row) => row.wake_channel)).size).toBe(2);
     // The workflows each had registered: the worker's, then the dispatcher's (none).
     expect(rows.map((row) => JSON.parse(String(row.workflows)) as unknown)).toEqual([["job"], []]);
   });

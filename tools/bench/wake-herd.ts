@@ -1,5 +1,7 @@
 import { fork, type ChildProcess } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import pg from "pg";
@@ -8,7 +10,7 @@ import { ScratchPostgres } from "./scratch-databases.js";
 import { percentile } from "./stats.js";
 
 /**
- * `npm run build:tools && node .tmp/tools/tools/bench/wake-herd.js [--executors 8] [--runs 1000] [--start | --send | --sleep] [--postgres <url>]`
+ * `npm run build:tools && node .tmp/tools/tools/bench/wake-herd.js [--executors 8] [--runs 1000] [--start | --send | --sleep] [--postgres <url> | --sqlite]`
  *
  * What a dispatch costs the fleet that does not get the run (PostgreSQL). `executors` processes
  * serve one queue (FIFO: one of them gets every run); a producer enqueues `runs` runs one at a
@@ -26,7 +28,8 @@ import { percentile } from "./stats.js";
  * sent on `cairn_wake` (heard by every executor) and, when the server runs on this machine, the CPU
  * of every `postgres` process per run — PostgreSQL 15 signals every listening session of the
  * database at each NOTIFY, whatever its channel. Compare two builds by running each (the figures
- * are of one machine, so alternate them).
+ * are of one machine, so alternate them). `--sqlite` (with `--sleep` only): the executors share
+ * one SQLite file instead (no wake-ups on `cairn_wake`, no server CPU).
  */
 
 const LOCAL_POSTGRES = "postgres://postgres@127.0.0.1:5432/cairn_test";
@@ -115,12 +118,13 @@ async function measure(database: string, executors: number, runs: number, mode: 
   await setup.query("SELECT 1"); // migrated before the executors race to do it
   const self = fileURLToPath(import.meta.url);
   const children: ChildProcess[] = [];
-  const reader = new pg.Client({ connectionString: database });
-  await reader.connect();
+  const onPostgres = database.startsWith("postgres");
+  const reader = new pg.Client({ connectionString: onPostgres ? database : undefined });
+  if (onPostgres) await reader.connect();
   // The wake-ups every executor hears (a targeted one passed on, a queue's wake-up), counted while measuring.
   let shared = 0;
   reader.on("notification", () => shared++);
-  await reader.query("LISTEN cairn_wake");
+  if (onPostgres) await reader.query("LISTEN cairn_wake");
   const producer = new Cairn({ database });
   const { herd: workflow, inbox, sleeper } = declare(producer);
   /** Whether the executors were told to stop (`--sleep` does, to count their replays). */
@@ -238,7 +242,7 @@ async function measure(database: string, executors: number, runs: number, mode: 
     await Promise.all(children.map((child) => new Promise((resolve) => (child.exitCode === null ? child.once("exit", resolve) : resolve(null)))));
     await producer.shutdown();
     await setup.shutdown();
-    await reader.end();
+    if (onPostgres) await reader.end();
   }
 }
 
@@ -251,6 +255,7 @@ async function main(): Promise<void> {
       send: { type: "boolean", default: false },
       sleep: { type: "boolean", default: false },
       postgres: { type: "string" },
+      sqlite: { type: "boolean", default: false },
       child: { type: "string" },
     },
   });
@@ -259,14 +264,24 @@ async function main(): Promise<void> {
   const runs = Number(values.runs ?? 1000);
   if (!Number.isInteger(executors) || executors < 1) throw new Error(`--executors must be an integer ≥ 1, got ${values.executors}`);
   if (!Number.isInteger(runs) || runs < 1) throw new Error(`--runs must be an integer ≥ 1, got ${values.runs}`);
+  const modes = (["start", "send", "sleep"] as const).filter((m) => values[m] === true);
+  if (modes.length > 1) throw new Error(`--${modes.join(", --")} measure different wake-ups: give one`);
+  const mode = modes[0] ?? "enqueue";
+  if (values.sqlite) {
+    if (mode !== "sleep") throw new Error("--sqlite measures --sleep only");
+    const dir = mkdtempSync(join(tmpdir(), "cairn-wake-herd-"));
+    try {
+      return await measure(join(dir, "herd.db"), executors, runs, mode);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
   const url = values.postgres ?? process.env.CAIRN_BENCH_POSTGRES_URL ?? LOCAL_POSTGRES;
   const connected = await ScratchPostgres.connect(url);
   if (!("server" in connected)) throw new Error(`PostgreSQL at ${url} is unreachable (${connected.unreachable})`);
   const scratch = await connected.server.fresh();
   try {
-    const modes = (["start", "send", "sleep"] as const).filter((m) => values[m] === true);
-    if (modes.length > 1) throw new Error(`--${modes.join(", --")} measure different wake-ups: give one`);
-    await measure(scratch.database, executors, runs, modes[0] ?? "enqueue");
+    await measure(scratch.database, executors, runs, mode);
   } finally {
     await scratch.dispose();
   }

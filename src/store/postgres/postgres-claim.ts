@@ -1,8 +1,5 @@
 import { POSTGRES } from "../dialect.js";
-import { CLAIM_SET, claimBranches, PARKER_GRACE_MS, type ParkerFirst } from "../statements.js";
-
-/** The claim's and the look's (PostgresStore.claimRuns) due runs: the claimant's own channel is `$7`. */
-export const PARKER_FIRST: ParkerFirst = { channel: "$7", graceMs: PARKER_GRACE_MS };
+import { CLAIM_SET, claimBranches, PARKER_FIRST } from "../statements.js";
 
 /**
  * PostgreSQL's claim ($1 executor, $2 app version or null, $3 now, $4 dead executors, $5 limit, $6

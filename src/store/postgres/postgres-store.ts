@@ -7,8 +7,8 @@ import { checkSchema, migrationScript, type MigrationSql } from "../migration-ru
 import { createdRunRow, toRunRow } from "../rows.js";
 import { fenced, runIdsOf, SqlStore } from "../sql-store.js";
 import { runAsync, type Request, type Script } from "../script.js";
-import { anyClaimable, claimableAtOnce, PARKER_GRACE_MS } from "../statements.js";
-import { claimStatement, PARKER_FIRST } from "./postgres-claim.js";
+import { anyClaimable, claimableAtOnce, PARKER_FIRST, PARKER_GRACE_MS } from "../statements.js";
+import { claimStatement } from "./postgres-claim.js";
 import { batchDefers, deferralOf, Durability, type Deferral } from "../durability.js";
 import type {
   ClaimRequest,
@@ -69,24 +69,6 @@ const MAX_ATTEMPTS = 5;
 
 /** How long `close()` waits for the commit in flight and the connections to end. */
 const CLOSE_BOUND_MS = 5_000;
-
-/** When a waiting run falls due for the executor whose own channel is `own` (ParkerFirst, statements.ts): its own and unparked runs at their wake-up, others' the grace later. */
-const parkerFirstWake = (own: string) => `min(CASE WHEN ${claimableAtOnce(own)} THEN wake_at ELSE wake_at + ${PARKER_GRACE_MS} END)`;
-
-/** PostgresStore.nextWakeAt for one version ($1 version, $2 own channel, $3 workflows): the claim index's first 32 waiting entries. */
-const NEXT_WAKE = {
-  name: "cairn_next_wake_parker_first",
-  text: `SELECT ${parkerFirstWake("$2")} AS w FROM (SELECT wake_at, wake_channel FROM cairn_runs
-           WHERE status = 'waiting' AND app_version = $1 AND wake_at IS NOT NULL AND ${POSTGRES.inList("workflow", "$3")}
-           ORDER BY wake_at LIMIT 32) t`,
-};
-
-/** The same for every version ($1 own channel, $2 workflows). */
-const NEXT_WAKE_ANY_VERSION = {
-  name: "cairn_next_wake_any_version_parker_first",
-  text: `SELECT ${parkerFirstWake("$1")} AS w FROM cairn_runs WHERE status = 'waiting' AND wake_at IS NOT NULL
-           AND ${POSTGRES.inList("workflow", "$2")}`,
-};
 
 /**
  * The scale-out backend: many executor processes, on many machines, share one PostgreSQL.
@@ -474,23 +456,9 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
     return result.rows.filter((r) => r.id !== null && r.id !== undefined).map(toRunRow);
   }
 
-  /**
-   * The earliest time this executor may claim a waiting run at (ParkerFirst, statements.ts): its
-   * own runs' wake-ups, and those of runs no live executor parked; others' `PARKER_GRACE_MS` later.
-   * For one version, read off the claim index's first 32 waiting entries (status, app_version,
-   * wake_at), not all of them: a run of ours behind 32 of others' falling due within the grace is
-   * missed here, and the timer falls at the first of theirs plus the grace at the latest. A run
-   * we hold warm — the only kind going to its parker first gains anything — has a timer of its
-   * own besides (warm-runs.ts); one we evicted may wake up to the grace late.
-   */
-  override async nextWakeAt(appVersion: string | null, workflows: readonly string[]): Promise<number | null> {
-    const own = this.session.currentOwnChannel();
-    const list = POSTGRES.list([...workflows]);
-    const [row] =
-      appVersion === null
-        ? await this.poolConnection.all<{ w: string | number | null }>(NEXT_WAKE_ANY_VERSION, [own, list])
-        : await this.poolConnection.all<{ w: string | number | null }>(NEXT_WAKE, [appVersion, own, list]);
-    return row?.w === null || row?.w === undefined ? null : Number(row.w);
+  /** Its session's own wake channel: what a run this store parks carries (ParkerFirst, statements.ts). */
+  ownParker(): string | null {
+    return this.session.currentOwnChannel();
   }
 
   /** The claim, built once the layers are registered (their `holdsRuns` are in it): for this version, for all. */

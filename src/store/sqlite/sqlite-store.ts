@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import Database from "better-sqlite3";
 import { resolve } from "node:path";
 import { NotACairnDatabaseError } from "../../errors.js";
@@ -8,7 +9,7 @@ import { checkSchema, migrationScript, type MigrationSql } from "../migration-ru
 import { positionalPlaceholders, toRunRow } from "../rows.js";
 import { fenced, SqlStore } from "../sql-store.js";
 import { runSync, type Request, type Script } from "../script.js";
-import { CLAIM_SET, claimIds } from "../statements.js";
+import { CLAIM_SET, claimIds, PARKER_FIRST } from "../statements.js";
 import { batchDefers, deferralOf, Durability, type Deferral } from "../durability.js";
 import type {
   ClaimRequest,
@@ -98,6 +99,11 @@ export class SqliteStore extends SqlStore<null> implements Store {
   private readonly writes: SqliteWrites;
   private readonly statements: SqliteStatements;
   private readonly lock: Mutex;
+  /**
+   * This store's name as the parker of the runs it suspends (Store.ownParker): unique to this open
+   * store, so each executor sharing the file — in this process or another — knows its own runs.
+   */
+  private readonly parker = `sqlite_${randomBytes(8).toString("hex")}`;
   private queue: PendingCommit[] = [];
   private flushScheduled = false;
   readonly durability = new Durability();
@@ -138,7 +144,7 @@ export class SqliteStore extends SqlStore<null> implements Store {
       this.synchronousRestore = this.db.prepare("PRAGMA synchronous = FULL");
     }
     this.statements = new SqliteStatements(this.db);
-    this.writes = new SqliteWrites(this.db, this.statements, this.layers);
+    this.writes = new SqliteWrites(this.db, this.statements, this.layers, this.parker);
     this.applyBatch = this.db.transaction((batch: PendingCommit[], outcomes: unknown[], isolated: boolean) => {
       batch.forEach((pending, i) => {
         if (pending.fence !== null && !this.writes.fenceHolds(pending.fence)) {
@@ -450,6 +456,7 @@ export class SqliteStore extends SqlStore<null> implements Store {
             SQLITE.deadExecutors(request.deadExecutors),
             request.limit,
             SQLITE.list(request.workflows),
+            this.parker,
           ]);
           if (claimed.length === 0) return [];
           this.statements.run(this.sql.renewClaimant.text, [request.now, request.executorId]);
@@ -461,12 +468,16 @@ export class SqliteStore extends SqlStore<null> implements Store {
 
   /** The claim itself: the runs are chosen and taken in one statement (built once the layers are registered). */
   private claimStatement(allVersions: boolean): string {
-    const build = () => `UPDATE cairn_runs SET ${CLAIM_SET} WHERE id IN (${claimIds(SQLITE, this.heldRuns(), allVersions)}) RETURNING id`;
+    const build = () => `UPDATE cairn_runs SET ${CLAIM_SET} WHERE id IN (${claimIds(SQLITE, this.heldRuns(), allVersions, PARKER_FIRST)}) RETURNING id`;
     return allVersions ? (this.claimAllVersions ??= build()) : (this.claimThisVersion ??= build());
   }
 
   private claimThisVersion: string | undefined;
   private claimAllVersions: string | undefined;
+
+  ownParker(): string {
+    return this.parker;
+  }
 
   protected async notifyWake(): Promise<void> {
     // Nobody listens on SQLite: executors in this process are poked by the layer, others poll.

@@ -40,6 +40,8 @@ export class SqliteWrites {
     private readonly db: Database.Database,
     private readonly statements: SqliteStatements,
     private readonly layers: LayerRegistry,
+    /** What a run it suspends records as its parker (Store.ownParker). */
+    private readonly parker: string,
   ) {
     this.inserts = new InsertShapes((built) => statements.compiled(built.text));
   }
@@ -86,7 +88,7 @@ export class SqliteWrites {
         `UPDATE cairn_runs SET wake_at = min(coalesce(wake_at, ?1), ?1), updated_at = ?1
          WHERE id = (SELECT parent_id FROM cairn_runs WHERE id = ?2) AND status = 'waiting'`,
       ),
-      suspend: db.prepare("UPDATE cairn_runs SET status = 'waiting', executor_id = NULL, wake_at = ?, updated_at = ? WHERE id = ?"),
+      suspend: db.prepare("UPDATE cairn_runs SET status = 'waiting', executor_id = NULL, wake_at = ?, updated_at = ?, wake_channel = ? WHERE id = ?"),
       inbox: db.prepare(
         `SELECT m.id, COALESCE(m.body, p.body) AS body FROM cairn_messages m
          LEFT JOIN cairn_payloads p ON p.hash = m.body_hash
@@ -133,7 +135,7 @@ export class SqliteWrites {
         return;
       }
       case "suspend":
-        this.s.suspend.run(this.wakeAt(op.runId, op.wait, op.at), op.at, op.runId);
+        this.s.suspend.run(this.wakeAt(op.runId, op.wait, op.at), op.at, this.parker, op.runId);
         return;
       case "completion":
         this.s.completion.run(op.completion, op.runId, op.seq);
