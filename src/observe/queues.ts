@@ -96,7 +96,7 @@ export async function queueRunIds(store: ReadStore, queue: string, options: { st
       `SELECT r.id FROM cairn_queue_runs t JOIN cairn_runs r ON r.id = t.run_id
        WHERE t.queue = $1 AND (CAST($2 AS TEXT) IS NULL OR r.status = CAST($2 AS TEXT))
          AND (CAST($3 AS TEXT) IS NULL OR r.workflow = CAST($3 AS TEXT))
-       ORDER BY r.created_at DESC, r.id LIMIT $4`,
+       ORDER BY r.created_at DESC, r.id DESC LIMIT $4`,
       [queue, options.status ?? null, options.workflow ?? null, options.limit],
     ),
   );

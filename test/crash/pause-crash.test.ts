@@ -9,7 +9,9 @@ describe.each(BACKENDS)("a worker paused past its lease on $name", (backend) => 
   const workers = workerFactory();
 
   it("is taken over; once it wakes it commits nothing into the run it lost, and its later claims are not orphans", async () => {
-    const leaseMs = 600;
+    // Long enough that neither live worker, later, stalls past it on a loaded machine (a slow fsync,
+    // the other test worker's load) and is taken for dead: the test waits for it once.
+    const leaseMs = 1_500;
     const db = await env.database();
     const ledger = workers.ledger();
     const frozen = workers.spawn({

@@ -310,13 +310,17 @@ describe.each(BACKENDS)("warm runs on $name", (backend) => {
     const cairn = env.cairn(await env.database(), { clock });
     const p = probe();
     let timerFired = false;
+    // Opened once the run is unloaded: a timer of 30 ms fired before the suspend committed on a
+    // loaded machine, and the run parked warm having called nothing while parked.
+    let openGate!: () => void;
+    const gate = new Promise<void>((resolve) => (openGate = resolve));
     const wf = cairn.workflow("restless", async (ctx) => {
       p.entered++;
       await Promise.all([
         ctx.sleep("nap", 1_000),
         (async () => {
-          // A timer of its own (allowed, docs/replay.md §5): it fires while the run is unloaded.
-          await new Promise((resolve) => setTimeout(resolve, 30));
+          // A promise of its own (allowed, docs/replay.md §5): it settles while the run is unloaded.
+          await gate;
           timerFired = true;
           await ctx.step("late", () => ++p.bodies);
         })(),
@@ -326,6 +330,7 @@ describe.each(BACKENDS)("warm runs on $name", (backend) => {
     await cairn.launch();
     const run = await wf.start(undefined, { id: "restless" });
     await unloaded(cairn, "restless");
+    openGate();
     await eventually(() => timerFired);
     await new Promise((resolve) => setImmediate(resolve));
     clock.advance(1_000);

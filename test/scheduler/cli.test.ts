@@ -19,7 +19,8 @@ describe.each(BACKENDS)("scheduler CLI on $name", (backend) => {
     const job = cairn.workflow("job", async (ctx, n: number) => ctx.step("s", async () => (await gate, n)));
     await cairn.launch();
     const handles: RunHandle<unknown>[] = [];
-    for (let i = 0; i < 3; i++) handles.push(await job.enqueue("emails", i));
+    // Ids that sort in enqueue order: FIFO breaks a tie of one millisecond by run id.
+    for (let i = 0; i < 3; i++) handles.push(await job.enqueue("emails", i, { id: `email-${i}` }));
     const started = await job.start(9);
     await eventually(async () => (await handles[0]!.status()).status === "running");
 
