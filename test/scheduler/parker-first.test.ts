@@ -1,7 +1,7 @@
 import Database from "better-sqlite3";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
-import type { Cairn, WorkflowContext } from "../../src/index.js";
+import type { Cairn, RunHandle, WorkflowContext } from "../../src/index.js";
 import { runtimeOf, storeOf } from "../../src/internal.js";
 import { positionalPlaceholders } from "../../src/store/rows.js";
 import { PARKER_GRACE_MS } from "../../src/store/statements.js";
@@ -84,7 +84,7 @@ describe.each(BACKENDS)("due runs go to their parker first on $name", (backend) 
     await a.launch();
     await b.launch();
     // A launched Cairn runs the runs it starts: four parked by each executor.
-    const runs = [];
+    const runs: RunHandle<number>[] = [];
     for (let k = 0; k < 8; k++) runs.push(await (k % 2 === 0 ? onA : onB).start(6, { id: `napper-${k}` }));
     for (;;) {
       let done = 0;
