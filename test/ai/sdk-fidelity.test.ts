@@ -123,16 +123,22 @@ describe.each(BACKENDS)("AI SDK fidelity on $name", (backend) => {
 
   it("point 7: the caller's abortSignal reaches the provider combined with the step's, and an abort is never retried", async () => {
     const seen: AbortSignal[] = [];
+    // The caller gives up once the call has reached the provider (a timer could fire before it did, on a loaded machine).
+    let giveUp = () => {};
     const model = new MockLanguageModel({
       doGenerate: async (options: LanguageModelV3CallOptions) => {
         seen.push(options.abortSignal!);
-        return new Promise((_, reject) => options.abortSignal!.addEventListener("abort", () => reject(options.abortSignal!.reason as Error)));
+        const aborted = new Promise<never>((_, reject) =>
+          options.abortSignal!.addEventListener("abort", () => reject(options.abortSignal!.reason as Error)),
+        );
+        queueMicrotask(giveUp);
+        return aborted;
       },
     });
     const cairn = env.cairn(await env.database());
     const wf = cairn.workflow("p7-abort", async (ctx) => {
       const controller = new AbortController();
-      setTimeout(() => controller.abort(new DOMException("the caller gave up", "AbortError")), 20);
+      giveUp = () => controller.abort(new DOMException("the caller gave up", "AbortError"));
       const error = await generateText({ model: ctx.model(model, { retries: 3 }), prompt: "hi", abortSignal: controller.signal, maxRetries: 0 }).catch(
         (e: unknown) => e,
       );

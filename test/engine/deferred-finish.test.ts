@@ -63,14 +63,20 @@ describe.each(BACKENDS)("deferred finishes on $name", (backend) => {
     const cairn = env.cairn(await env.database());
     const watermark = storeOf(cairn).durability;
     let slowEnded = false;
+    let endSlow!: () => void;
+    const slowCanEnd = new Promise<void>((resolve) => (endSlow = resolve));
     const racer = cairn.workflow(
       "df-race",
       async (ctx) => {
         // The step loses the race and is still running when the workflow returns: its record may
         // never land, so a replay after an erased finish would run it again. (A plain timer keeps
-        // the test short; a durable wait that loses to nothing would do as well.)
+        // the test short; a durable wait that loses to nothing would do as well.) The step ends
+        // only once the test has looked: a 300 ms timer could end it first on a loaded machine.
         await Promise.race([
-          ctx.step("slow", () => new Promise((resolve) => setTimeout(() => resolve((slowEnded = true)), 300))),
+          ctx.step("slow", async () => {
+            await slowCanEnd;
+            return (slowEnded = true);
+          }),
           new Promise((resolve) => setTimeout(resolve, 20)),
         ]);
         return "raced";
@@ -81,6 +87,7 @@ describe.each(BACKENDS)("deferred finishes on $name", (backend) => {
     expect(await (await racer.start(undefined)).result()).toBe("raced");
     expect(slowEnded).toBe(false);
     expect(counters(watermark)).toEqual({ deferred: 0, durable: 0, rederivable: 0 });
+    endSlow();
   });
 
   it("by default, and for a failed run, the finish waits", async () => {
