@@ -127,7 +127,9 @@ describe.each(BACKENDS)("due runs go to their parker first on $name", (backend) 
       there.workflow("napper", napper(entries, "there"));
       await there.launch();
       clock.advance(40); // due now, but its parker's: the other executor's polls leave it alone
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      // ... and only its polls (every 20 ms here): its timer is armed at the grace's end, not at
+      // the run it may not take yet (armed there, it read its next wake-up ~190 times in 300 ms).
+      expect(await nextWakeReadsIn(there, 300)).toBeLessThan(40);
       expect((await there.run("napper").status()).status).toBe("waiting");
       clock.advance(PARKER_GRACE_MS);
       expect(await there.run("napper").result()).toBe(1);
@@ -263,6 +265,30 @@ describe.each(BACKENDS)("due runs go to their parker first on $name", (backend) 
     releaseHolders();
     await Promise.all(runs.map((run) => run.result()));
   }, 20_000);
+
+  it("a message from another executor's Cairn wakes the run at once: its parker on PostgreSQL, the sender's executor on SQLite", async () => {
+    // A clock that moves only when told: the grace never runs out. The parker polls a minute apart.
+    const clock = new ManualClock();
+    const db = await env.database();
+    const entries: string[] = [];
+    const listener = (where: string) => async (ctx: WorkflowContext) => {
+      entries.push(where);
+      return ctx.recv<number>("n");
+    };
+    const here = env.cairn(db, { clock, pollIntervalMs: 60_000 });
+    const listening = await here.workflow("listener", listener("here")).start(undefined, { id: "listener" });
+    await here.launch();
+    await eventually(async () => (await listening.status()).status === "waiting" && !loaded(here).includes("listener"));
+    const there = env.cairn(db, { clock, pollIntervalMs: 60_000 });
+    there.workflow("listener", listener("there"));
+    await there.launch();
+    await there.send("listener", "n", 7);
+    expect(await listening.result()).toBe(7);
+    // PostgreSQL wakes the parker alone (its channel), which continues the run warm. SQLite cannot
+    // tell another store: the run is no longer its parker's, and the sender's executor, poked in
+    // its own process, takes it (before, it waited for the parker's poll, or the grace).
+    expect(entries).toEqual(backend.name === "postgres" ? ["here"] : ["here", "there"]);
+  });
 
   it("a run whose parker shut down is taken by another executor at its wake-up, with no grace", async () => {
     const { db, clock, entries, here } = await parkedNapper();

@@ -83,9 +83,12 @@ async function wake(database: string, backend: string, runs: number, executors: 
       }),
     );
     for (const cairn of cairns) await cairn.launch();
-    const wf = workflows[0]!;
-    for (let at = 0; at < runs; at += chunk) {
+    // Each chunk started (so parked) by the next executor in turn: a due run goes to its parker
+    // first, and on this ManualClock the grace never runs out, so runs all parked by one executor
+    // would be woken by it alone, whatever `executors` says.
+    for (let at = 0, k = 0; at < runs; at += chunk, k++) {
       const size = Math.min(chunk, runs - at);
+      const wf = workflows[k % workflows.length]!;
       await wf.startMany(Array.from({ length: size }, (_, i) => ({ input: at + i, options: { id: `w-${at + i}` } })));
     }
     // Every run unloaded and waiting on its timer before the jump.

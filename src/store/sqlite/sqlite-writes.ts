@@ -10,6 +10,16 @@ import type { Fence, NewRun, StepRecord, StoredValue, WaitCondition, WriteOp } f
 type Statement = Database.Statement;
 
 /**
+ * What a run woken by a message or a child's end keeps as its parker (ParkerFirst, statements.ts):
+ * its parker only if that is the store writing the wake-up (`?3`), which pokes its own executor.
+ * SQLite has no NOTIFY, so a parker in another store (another process, or another Cairn here)
+ * hears of the wake-up only at its next poll, while the writer's executor is poked at once: the
+ * run is anyone's, as it was before parker-first — waiting the grace for a parker that cannot
+ * have heard would delay it ~100 ms, and the peer would replay it all the same.
+ */
+const WOKEN_PARKER = "wake_channel = CASE WHEN wake_channel = ?3 THEN wake_channel END";
+
+/**
  * The SQLite writes of the group commit, as prepared statements called with positional arguments
  * (the hot path: no placeholder rewriting, no parameter reordering). Every method runs inside a
  * transaction its caller opened (the store's group commit, or one of `SqlStore`'s transactions).
@@ -74,7 +84,11 @@ export class SqliteWrites {
          VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
       ),
       // A run already due keeps its earlier time (see PostgreSQL's wakeRun). min() of a NULL is NULL: coalesce first.
-      wakeRun: db.prepare("UPDATE cairn_runs SET wake_at = min(coalesce(wake_at, ?1), ?1), updated_at = ?1 WHERE id = ?2 AND status = 'waiting'"),
+      // The run keeps its parker only if it is this store (?3): see WOKEN_PARKER.
+      wakeRun: db.prepare(
+        `UPDATE cairn_runs SET wake_at = min(coalesce(wake_at, ?1), ?1), updated_at = ?1, ${WOKEN_PARKER}
+         WHERE id = ?2 AND status = 'waiting'`,
+      ),
       event: db.prepare(
         `INSERT INTO cairn_events (run_id, key, value, value_hash, updated_at) VALUES (?, ?, ?, ?, ?)
          ON CONFLICT (run_id, key) DO UPDATE SET value = excluded.value, value_hash = excluded.value_hash,
@@ -85,7 +99,7 @@ export class SqliteWrites {
            executor_id = NULL, wake_at = NULL WHERE id = ?`,
       ),
       wakeParent: db.prepare(
-        `UPDATE cairn_runs SET wake_at = min(coalesce(wake_at, ?1), ?1), updated_at = ?1
+        `UPDATE cairn_runs SET wake_at = min(coalesce(wake_at, ?1), ?1), updated_at = ?1, ${WOKEN_PARKER}
          WHERE id = (SELECT parent_id FROM cairn_runs WHERE id = ?2) AND status = 'waiting'`,
       ),
       suspend: db.prepare("UPDATE cairn_runs SET status = 'waiting', executor_id = NULL, wake_at = ?, updated_at = ?, wake_channel = ? WHERE id = ?"),
@@ -120,7 +134,7 @@ export class SqliteWrites {
         const [body, hash] = this.stored(m.body, m.createdAt);
         const position = m.createdAt * 1000 + (this.messagePosition++ % 1000);
         const inserted = this.s.message.run(m.id, m.runId, m.topic, body, hash, m.sender, position, m.createdAt).changes;
-        if (inserted > 0) this.s.wakeRun.run(numbered(m.createdAt, m.runId));
+        if (inserted > 0) this.s.wakeRun.run(numbered(m.createdAt, m.runId, this.parker));
         return;
       }
       case "event": {
@@ -171,7 +185,7 @@ export class SqliteWrites {
 
   /** Wakes `runId`'s parent if it is waiting. */
   wakeParent(runId: string, at: number): void {
-    this.s.wakeParent.run(numbered(at, runId));
+    this.s.wakeParent.run(numbered(at, runId, this.parker));
   }
 
   step(step: StepRecord): void {
