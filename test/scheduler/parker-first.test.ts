@@ -200,6 +200,9 @@ describe.each(BACKENDS)("due runs go to their parker first on $name", (backend) 
     // Polls only (every 200 ms on SQLite, 500 ms on PostgreSQL). It was a pass after each: ~700 a second.
     expect(reads).toBeLessThan(10);
     expect((await run.status()).status).toBe("waiting");
+    // Alone, it hands its due run to nobody (a full parker's polls did, rewriting every due row).
+    const [row] = await storeOf(cairn).select<{ wake_channel: string | null }>("SELECT wake_channel FROM cairn_runs WHERE id = 'napper'");
+    expect(row!.wake_channel).toBe(storeOf(cairn).ownParker());
     release();
     expect(await run.result()).toBe(1);
     expect(entries).toEqual(["here"]);

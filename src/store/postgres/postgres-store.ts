@@ -70,6 +70,9 @@ const MAX_ATTEMPTS = 5;
 /** How long `close()` waits for the commit in flight and the connections to end. */
 const CLOSE_BOUND_MS = 5_000;
 
+/** The most due runs a full parker hands on in one pass (PostgresStore.passOnClaimable). */
+const HAND_ON_LIMIT = 64;
+
 /**
  * The scale-out backend: many executor processes, on many machines, share one PostgreSQL.
  *
@@ -545,11 +548,17 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
     // The EXISTS read the statement's snapshot: the runs handed on are `released`.
     // The hand-on skips rows locked by a write in flight (a message's, a child's end's: that write
     // sends the run its own wake-up): waiting for them, in its own order, could deadlock with a
-    // group commit that locks runs by id.
+    // group commit that locks runs by id. It hands on only if another executor of the version is
+    // registered, and at most HAND_ON_LIMIT runs a pass (the earliest due; peers take the rest
+    // after the grace, or a later pass hands them on): with 10,000 runs falling due at once, a lone
+    // executor's first full pass rewrote all 10,000 rows for nobody, locking the rows its own
+    // claims were reaching for (`bench:scale --only wake`, p99 ~700 → 750–1,240 ms).
     this.passOnStatement ??= `WITH released AS (
         UPDATE cairn_runs SET wake_channel = NULL
         WHERE id IN (SELECT id FROM cairn_runs
-          WHERE status = 'waiting' AND app_version = $1 AND wake_at <= $2 AND wake_channel = $3 FOR UPDATE SKIP LOCKED)
+          WHERE status = 'waiting' AND app_version = $1 AND wake_at <= $2 AND wake_channel = $3
+            AND EXISTS (SELECT 1 FROM cairn_executors e WHERE e.app_version = $1 AND e.wake_channel IS DISTINCT FROM $3)
+          ORDER BY wake_at LIMIT ${HAND_ON_LIMIT} FOR UPDATE SKIP LOCKED)
         RETURNING 1)
       SELECT pg_notify('${WAKE_CHANNEL}', '${CLAIMABLE_WAKE}')
       WHERE EXISTS (SELECT 1 FROM released) OR (NOT $4::boolean AND (
