@@ -1,6 +1,6 @@
 import type { RunRow, Store } from "../store/store.js";
 import { setLongTimeout, type LongTimeout } from "./long-timeout.js";
-import type { ExpectedRow, JournalExpectation } from "./run/journal-watch.js";
+import { JournalChecks } from "./journal-checks.js";
 import type { RunExecution } from "./run-execution.js";
 
 /** How many unloaded runs an executor keeps in memory by default (CairnOptions.warmRuns). */
@@ -56,7 +56,15 @@ export class WarmRuns {
    */
   private readonly timers = new Map<string, LongTimeout>();
 
-  constructor(readonly maxRuns: number) {}
+  /** The checks of the runs claimed back, read together (journal-checks.ts). */
+  private readonly checks: JournalChecks;
+
+  constructor(
+    readonly maxRuns: number,
+    store: Store,
+  ) {
+    this.checks = new JournalChecks(store);
+  }
 
   get size(): number {
     return this.parked.size;
@@ -112,21 +120,21 @@ export class WarmRuns {
    * The parked execution of `run` — just claimed by `executorId` — if it may continue warm (see
    * above); it leaves the cache either way. Undefined: replay.
    */
-  async take(run: RunRow, executorId: string, store: Store): Promise<RunExecution | undefined> {
+  async take(run: RunRow, executorId: string): Promise<RunExecution | undefined> {
     const execution = this.parked.get(run.id);
     if (execution === undefined) return undefined;
     this.remove(run.id);
-    const warm = await this.mayContinue(execution, run, executorId, store);
+    const warm = await this.mayContinue(execution, run, executorId);
     if (!warm) execution.dropWaits();
     return warm ? execution : undefined;
   }
 
-  private async mayContinue(execution: RunExecution, run: RunRow, executorId: string, store: Store): Promise<boolean> {
+  private async mayContinue(execution: RunExecution, run: RunRow, executorId: string): Promise<boolean> {
     if (!execution.parked || execution.fence.executorId !== executorId || !sameRun(execution.info, run)) return false;
     const expected = execution.watch.expectation();
     if (expected === null) return false;
     try {
-      return (await journalUnchanged(store, run.id, expected)) && execution.parked;
+      return (await this.checks.unchanged(run.id, expected)) && execution.parked;
     } catch {
       return false; // the replay's own reads meet the store's trouble, and handle it
     }
@@ -150,31 +158,4 @@ function sameRun(known: Readonly<RunRow>, claimed: RunRow): boolean {
     known.recoveries === claimed.recoveries &&
     known.recoveryBase === claimed.recoveryBase
   );
-}
-
-/**
- * The rows above `top` and at the watched seqs, compared with what memory expects. One statement
- * text per backend (a list of seqs rides as one parameter), so no statement cache grows with it.
- */
-async function journalUnchanged(store: Store, runId: string, expected: JournalExpectation): Promise<boolean> {
-  const seqs = expected.rows.map((row) => row.seq);
-  const sql =
-    store.backend === "postgres"
-      ? "SELECT seq, status, completion FROM cairn_steps WHERE run_id = $1 AND (seq > $2 OR seq = ANY($3::int[]))"
-      : "SELECT seq, status, completion FROM cairn_steps WHERE run_id = $1 AND (seq > $2 OR seq IN (SELECT value FROM json_each($3)))";
-  const found = await store.select<{ seq: number | string; status: string; completion: number | string | null }>(sql, [
-    runId,
-    expected.top,
-    store.backend === "postgres" ? seqs : JSON.stringify(seqs),
-  ]);
-  const want = new Map<number, ExpectedRow>(expected.rows.map((row) => [row.seq, row]));
-  let present = 0;
-  for (const row of found) {
-    const known = want.get(Number(row.seq));
-    if (known === undefined || known.status === null) return false; // above top, or where none was
-    if (row.status !== known.status || (row.completion === null ? null : Number(row.completion)) !== known.completion) return false;
-    present++;
-  }
-  // Every row memory knows is still there (a resume deletes failed ones).
-  return present === expected.rows.filter((row) => row.status !== null).length;
 }

@@ -149,7 +149,7 @@ export class Executor implements ExecutionHost {
     private readonly workflows: ReadonlyMap<string, WorkflowFunction>,
     private readonly options: ExecutorOptions,
   ) {
-    this.warmRuns = new WarmRuns(options.warmRuns ?? 0);
+    this.warmRuns = new WarmRuns(options.warmRuns ?? 0, store);
   }
 
   get executorId(): string {
@@ -827,7 +827,7 @@ export class Executor implements ExecutionHost {
   /** A run claimed here: continued from memory if its parked execution may (WarmRuns.take), else loaded from its journal. */
   private async loadClaimed(run: RunRow, claimedAt: number): Promise<void> {
     // Most claimed runs were never parked here: no await for them (10,000 runs waking pay for each).
-    const warm = this.executions.has(run.id) || !this.warmRuns.holds(run.id) ? undefined : await this.warmRuns.take(run, this.executorId, this.store);
+    const warm = this.executions.has(run.id) || !this.warmRuns.holds(run.id) ? undefined : await this.warmRuns.take(run, this.executorId);
     if (warm !== undefined && this.started && !this.executions.has(run.id) && warm.parked && warm.fence.executorId === this.executorId) {
       if (this.staleHandout(run.id, claimedAt, "grant")) return warm.dropWaits();
       this.executions.set(run.id, warm);
