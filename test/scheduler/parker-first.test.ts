@@ -180,6 +180,42 @@ describe.each(BACKENDS)("due runs go to their parker first on $name", (backend) 
     release();
   });
 
+  // The hand-on is bounded (64 runs a pass, only runs still within the grace, only when some other
+  // executor is registered): the run a message woke must still be among what it hands on.
+  postgresOnly.each([
+    { peer: "of the same version, with 200 older due runs of the parker's it cannot take", fillers: 200, recoverAllVersions: false },
+    { peer: "of another version recovering every version", fillers: 0, recoverAllVersions: true },
+  ])("a full parker hands a message's run on to a peer $peer", async ({ fillers, recoverAllVersions }) => {
+    const db = await env.database();
+    const here = env.cairn(db, { maxConcurrentRuns: 1, pollIntervalMs: 60_000, warmRuns: { maxRuns: 0 }, appVersion: "v1" });
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const blocker = here.workflow("blocker", async (ctx) => ctx.step("hold", () => released));
+    // Asleep until after the blocker holds the only slot; then due, and left past the grace.
+    const filler = here.workflow("filler", async (ctx: WorkflowContext) => ctx.sleep("nap", 1_500));
+    const listener = here.workflow("listener", async (ctx: WorkflowContext) => ctx.recv<number>("n"));
+    await here.launch();
+    const listening = await listener.start(undefined, { id: "listener" });
+    for (let i = 0; i < fillers; i++) await filler.start(undefined, { id: `filler-${String(i).padStart(3, "0")}` });
+    await eventually(async () => {
+      const [row] = await storeOf(here).select<{ n: number | string }>("SELECT count(*) AS n FROM cairn_runs WHERE status = 'waiting'");
+      return Number(row!.n) === fillers + 1 && loaded(here).length === 0;
+    });
+    await blocker.start(undefined, { id: "blocker" });
+    await eventually(() => loaded(here).includes("blocker"));
+    // Polls a minute apart: the peer takes the run because it was handed on and it was told.
+    const there = env.cairn(db, { pollIntervalMs: 60_000, appVersion: recoverAllVersions ? "v2" : "v1", recoverAllVersions });
+    there.workflow("listener", async (ctx: WorkflowContext) => ctx.recv<number>("n"));
+    await there.launch();
+    if (fillers > 0) {
+      const [row] = await storeOf(here).select<{ w: number | string }>("SELECT max(wake_at) AS w FROM cairn_runs WHERE workflow = 'filler'");
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, Number(row!.w) + PARKER_GRACE_MS - Date.now())));
+    }
+    await here.send("listener", "n", 7);
+    expect(await listening.result()).toBe(7);
+    release();
+  });
+
   it("a full executor does not spin on a due run it cannot take; it claims it once a slot frees", async () => {
     const db = await env.database();
     const entries: string[] = [];

@@ -548,16 +548,19 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
     // The EXISTS read the statement's snapshot: the runs handed on are `released`.
     // The hand-on skips rows locked by a write in flight (a message's, a child's end's: that write
     // sends the run its own wake-up): waiting for them, in its own order, could deadlock with a
-    // group commit that locks runs by id. It hands on only if another executor of the version is
-    // registered, and at most HAND_ON_LIMIT runs a pass (the earliest due; peers take the rest
-    // after the grace, or a later pass hands them on): with 10,000 runs falling due at once, a lone
-    // executor's first full pass rewrote all 10,000 rows for nobody, locking the rows its own
-    // claims were reaching for (`bench:scale --only wake`, p99 ~700 → 750–1,240 ms).
+    // group commit that locks runs by id. It hands on only runs still within the grace (one past
+    // it is anyone's already), only if another executor is registered (of any version: one
+    // recovering every version claims ours too), and at most HAND_ON_LIMIT a pass (the earliest
+    // due; peers take the rest at the grace's end): with 10,000 runs falling due at once, a lone
+    // executor's full passes rewrote all 10,000 rows for nobody, locking the rows its own claims
+    // were reaching for (`bench:scale --only wake`, p99 ~700 → 750–1,240 ms). A limit spent on
+    // runs past the grace, or a version-filtered peer check, kept a message's run from a peer told
+    // to look (a review measured ~520 ms, a peer's poll).
     this.passOnStatement ??= `WITH released AS (
         UPDATE cairn_runs SET wake_channel = NULL
         WHERE id IN (SELECT id FROM cairn_runs
-          WHERE status = 'waiting' AND app_version = $1 AND wake_at <= $2 AND wake_channel = $3
-            AND EXISTS (SELECT 1 FROM cairn_executors e WHERE e.app_version = $1 AND e.wake_channel IS DISTINCT FROM $3)
+          WHERE status = 'waiting' AND app_version = $1 AND wake_at <= $2 AND wake_at > $2 - ${PARKER_GRACE_MS} AND wake_channel = $3
+            AND EXISTS (SELECT 1 FROM cairn_executors e WHERE e.wake_channel IS DISTINCT FROM $3)
           ORDER BY wake_at LIMIT ${HAND_ON_LIMIT} FOR UPDATE SKIP LOCKED)
         RETURNING 1)
       SELECT pg_notify('${WAKE_CHANNEL}', '${CLAIMABLE_WAKE}')
