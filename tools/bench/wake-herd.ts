@@ -1,12 +1,10 @@
 import { fork, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import pg from "pg";
 import { Cairn } from "../../src/index.js";
-import { ScratchPostgres } from "./scratch-databases.js";
+import { scratchSqlite, ScratchPostgres } from "./scratch-databases.js";
 import { percentile } from "./stats.js";
 
 /**
@@ -269,11 +267,11 @@ async function main(): Promise<void> {
   const mode = modes[0] ?? "enqueue";
   if (values.sqlite) {
     if (mode !== "sleep") throw new Error("--sqlite measures --sleep only");
-    const dir = mkdtempSync(join(tmpdir(), "cairn-wake-herd-"));
+    const scratch = scratchSqlite();
     try {
-      return await measure(join(dir, "herd.db"), executors, runs, mode);
+      return await measure(scratch.database, executors, runs, mode);
     } finally {
-      rmSync(dir, { recursive: true, force: true });
+      await scratch.dispose();
     }
   }
   const url = values.postgres ?? process.env.CAIRN_BENCH_POSTGRES_URL ?? LOCAL_POSTGRES;
