@@ -27,3 +27,24 @@ export function setLongTimeout(callback: () => void, delayMs: number, options: {
   arm();
   return { clear: () => clearTimeout(timer) };
 }
+
+/**
+ * Calls `callback` once `now()` reaches `at`, for a wake-up that must not come early: Node's
+ * timers may fire a millisecond before their delay has passed by `Date.now()` (libuv measures it
+ * on its loop's cached time), and a pass woken then finds the run not yet due — with nothing left
+ * to wake it (seen in CI: a warm run's own timer, the only one armed, fired early and the run
+ * slept on). Fired early, it waits out the rest once; a clock that moves only when told (a
+ * ManualClock, which wakes its listeners itself) gets its callback then anyway.
+ */
+export function setLongTimeoutAt(callback: () => void, at: number, now: () => number, options: { unref?: boolean } = {}): LongTimeout {
+  let timer = setLongTimeout(
+    () => {
+      const early = at - now();
+      if (early <= 0) return callback();
+      timer = setLongTimeout(callback, early, options);
+    },
+    at - now(),
+    options,
+  );
+  return { clear: () => timer.clear() };
+}

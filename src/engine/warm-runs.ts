@@ -1,5 +1,5 @@
 import type { RunRow, Store } from "../store/store.js";
-import { setLongTimeout, type LongTimeout } from "./long-timeout.js";
+import { setLongTimeoutAt, type LongTimeout } from "./long-timeout.js";
 import { JournalChecks } from "./journal-checks.js";
 import type { RunExecution } from "./run-execution.js";
 
@@ -81,7 +81,12 @@ export class WarmRuns {
     this.parked.set(execution.runId, execution);
     const wakesAt = execution.wakesAt;
     if (wakesAt !== null) {
-      const timer = setLongTimeout(() => execution.host.poke(), wakesAt - execution.clock.now(), { unref: true });
+      const timer = setLongTimeoutAt(
+        () => execution.host.poke(),
+        wakesAt,
+        () => execution.clock.now(),
+        { unref: true },
+      );
       this.timers.set(execution.runId, timer);
     }
     for (const [runId, oldest] of this.parked) {

@@ -8,7 +8,7 @@ import type { Clock } from "../engine/clock.js";
 import type { IsolationPool } from "../engine/isolation/pool.js";
 import { RunExecution, type ExecutionHost, type WorkflowFunction } from "../engine/run-execution.js";
 import { errorText } from "../store/value/index.js";
-import { setLongTimeout, type LongTimeout } from "../engine/long-timeout.js";
+import { setLongTimeoutAt, type LongTimeout } from "../engine/long-timeout.js";
 import { WarmRuns } from "../engine/warm-runs.js";
 import type { RunTracing } from "../engine/tracing.js";
 import type { QueueDecision, Queues, ReleaseDispatch } from "./queues.js";
@@ -378,13 +378,14 @@ export class Executor implements ExecutionHost {
     this.wakeTimerAt = time;
     // A manual clock wakes us through onAdvance; this timer serves the real one (chunked: a wake-up
     // weeks away must not fire at once and re-arm in a loop).
-    this.wakeTimer = setLongTimeout(
+    this.wakeTimer = setLongTimeoutAt(
       () => {
         this.wakeTimer = null;
         this.wakeTimerAt = Infinity;
         this.poke();
       },
-      time - this.clock.now(),
+      time,
+      () => this.clock.now(),
       { unref: true },
     );
   }

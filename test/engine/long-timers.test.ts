@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { ManualClock } from "../../src/testing/index.js";
-import { MAX_TIMER_DELAY_MS, setLongTimeout } from "../../src/engine/long-timeout.js";
+import { MAX_TIMER_DELAY_MS, setLongTimeout, setLongTimeoutAt } from "../../src/engine/long-timeout.js";
 import { systemClock } from "../../src/index.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
@@ -39,6 +39,39 @@ describe("setLongTimeout", () => {
     expect(fired).toEqual(["3e9"]);
     vi.advanceTimersByTime(10e9);
     expect(fired).toEqual(["3e9"]);
+  });
+
+  it("a wake-up at a time waits out a timer that fired early by the clock, once; and can be cleared", () => {
+    const fired: number[] = [];
+    let now = 1_000;
+    setLongTimeoutAt(
+      () => fired.push(now),
+      1_150,
+      () => now,
+      { unref: true },
+    );
+    const cleared = setLongTimeoutAt(
+      () => fired.push(-1),
+      1_150,
+      () => now,
+    );
+    // The timer fires after its 150 ms, but the clock reads 2 ms short of the wake-up (libuv's cached loop time).
+    now = 1_148;
+    vi.advanceTimersByTime(150);
+    expect(fired).toEqual([]);
+    cleared.clear();
+    now = 1_150;
+    vi.advanceTimersByTime(2);
+    expect(fired).toEqual([1_150]);
+    // A clock that moves only when told: the callback comes after the second wait anyway.
+    const manual: number[] = [];
+    setLongTimeoutAt(
+      () => manual.push(now),
+      now + 100,
+      () => now,
+    );
+    vi.advanceTimersByTime(200);
+    expect(manual).toEqual([1_150]);
   });
 
   it("the system clock's sleep of 30 days does not resolve early", async () => {
