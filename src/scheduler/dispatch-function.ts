@@ -74,8 +74,17 @@ export interface StoredFunction {
  * of 0.15–0.6 ms, in every enqueue and every dispatch pass. The generic plan, planned once, ran
  * as fast as the custom ones in every shape measured (EXPLAIN ANALYZE of `decideBatch`: an empty
  * queue; 10,000 queued runs under FIFO and least-loaded; 50 and 20 partition keys, locality).
+ *
+ * `enable_seqscan = off`: that one plan is made at a session's first call, with the statistics of
+ * that moment — in a new database, tables never analyzed, which the planner takes for a row or
+ * two. It then read the queue's live runs (`active`) as a scan of `cairn_runs` for every dispatched
+ * Task row: kept for the session's life, an enqueue cost 10 ms after 600 runs and 250 ms after
+ * 2,000 (quadratic; bench:queues, a producer whose first enqueues met empty tables). Every
+ * statement here is written for its indexes (live runs by status, rows by primary key, waiting
+ * runs by the queue's partial indexes), so plans that may not scan a whole table are the plans
+ * meant, whatever the statistics say; a table with no usable index is still scanned.
  */
-export const FUNCTION_SETTINGS = "SET plan_cache_mode = force_generic_plan";
+export const FUNCTION_SETTINGS = "SET plan_cache_mode = force_generic_plan SET enable_seqscan = off";
 
 /** The name of a function of Cairn's: `prefix` and a hash of everything that defines it. */
 export function functionName(prefix: string, body: string): string {

@@ -182,7 +182,60 @@ describe.each(BACKENDS)("dispatch at enqueue on $name", (backend) => {
       "SELECT proname, proconfig FROM pg_proc WHERE proname LIKE 'cairn\\_dispatch\\_%' OR proname LIKE 'cairn\\_enqueue\\_%' ORDER BY proname",
     );
     expect(rows.map((row) => String(row.proname).replace(/_[0-9a-f]{16}$/, ""))).toEqual(["cairn_dispatch", "cairn_enqueue"]);
-    for (const row of rows) expect(row.proconfig).toEqual(["plan_cache_mode=force_generic_plan"]);
+    for (const row of rows) expect(row.proconfig).toEqual(["plan_cache_mode=force_generic_plan", "enable_seqscan=off"]);
+  });
+
+  it.skipIf(backend.name !== "postgres")("keeps the decision's plan on the indexes when a session first planned it on tables never analyzed", async () => {
+    // PL/pgSQL keeps one plan per statement for the session, made at its first call: in a new
+    // database, with tables the planner takes for a row or two. That plan read the queue's live
+    // runs as a scan of cairn_runs per dispatched Task row, for the session's life.
+    const db = await backend.freshDatabase();
+    const executor = await declare(db, true);
+    const seed = await executor.send.enqueue("mail", { to: "seed" }, { id: "seed" }); // creates the function
+    await seed.result();
+    const session = new pg.Client({ connectionString: db });
+    await session.connect();
+    try {
+      const { rows: fns } = await session.query("SELECT proname FROM pg_proc WHERE proname LIKE 'cairn\\_enqueue\\_%'");
+      const { rows: executors } = await session.query("SELECT id, app_version FROM cairn_executors");
+      const types = "text text text text text integer text text text bigint bigint text integer text text integer text bigint bigint text".split(" ");
+      const call = `SELECT ${String(fns[0]!.proname)}(${types.map((type, i) => `$${i + 1}::${type}`).join(", ")})`;
+      const enqueue = (id: string) => {
+        const now = Date.now();
+        const input = JSON.stringify({ to: id });
+        return session.query(
+          call,
+          [id, "send", "enqueued", input, null, null, id, executors[0]!.app_version, null, null, now, null, null, "mail"].concat([
+            null,
+            0,
+            null,
+            null,
+            now - 15_000,
+            "fifo",
+          ]),
+        );
+      };
+      await enqueue("first"); // this session's plan, made now: two runs in the tables, never analyzed
+      await session.query(
+        `INSERT INTO cairn_runs (id, workflow, status, input, root_id, app_version, created_at, updated_at)
+         SELECT 'old-' || g, 'send', 'succeeded', '{}', 'old-' || g, $1, 0, 0 FROM generate_series(1, 2000) g`,
+        [executors[0]!.app_version],
+      );
+      await session.query(
+        `INSERT INTO cairn_queue_runs (run_id, queue, enqueued_at, dispatched_at, executor_id, policy)
+         SELECT 'old-' || g, 'mail', 0, 1, $1, 'fifo' FROM generate_series(1, 2000) g`,
+        [executors[0]!.id],
+      );
+      await session.query("BEGIN");
+      await enqueue("second");
+      const { rows: scans } = await session.query("SELECT seq_scan FROM pg_stat_xact_user_tables WHERE relname = 'cairn_runs'");
+      await session.query("COMMIT");
+      expect(Number(scans[0]?.seq_scan ?? 0)).toBeLessThan(10); // one per dispatched run (2,000) before
+      const { rows } = await session.query("SELECT executor_id FROM cairn_queue_runs WHERE run_id = 'second'");
+      expect(rows[0]!.executor_id).toBe(executors[0]!.id); // decided at enqueue all the same
+    } finally {
+      await session.end();
+    }
   });
 
   it("leaves the run queued for the executors when none can take it now", async () => {
