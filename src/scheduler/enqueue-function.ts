@@ -3,7 +3,7 @@ import { WAKE_CHANNEL } from "../store/postgres/postgres-writes.js";
 import { POSTGRES } from "../store/dialect.js";
 import { FUNCTION_SETTINGS, functionName, type StoredFunction } from "./dispatch-function.js";
 import { ENQUEUE_HOLDER_KEY, incomingDecision, QUEUE_LOCK_KEY, runReadySql } from "./dispatch-sql.js";
-import { DISPATCHED_WAKE_PREFIX, MAX_WAKE_PAYLOAD, QUEUE_WAKE_PREFIX, RUN_WAKE_PREFIX } from "./wake-payloads.js";
+import { DISPATCHED_WAKE_PREFIX, QUEUE_WAKE_PREFIX } from "./wake-payloads.js";
 
 /**
  * PostgreSQL, a queue under a built-in policy: the enqueue that dispatches its own run. One call,
@@ -29,15 +29,15 @@ import { DISPATCHED_WAKE_PREFIX, MAX_WAKE_PAYLOAD, QUEUE_WAKE_PREFIX, RUN_WAKE_P
  *    the lock tried and lost, there is nothing to call: the holder decides, or everyone passes.
  *    A run that was there already (same id) returns false — after a `queue:` NOTIFY if this call
  *    held the lock and a run is ready (a dispatcher that found the lock held trusted this call).
- * 4. The executor given a run hears of it on its own channel (`cairn_executor_queues.wake_channel`,
- *    its session's: no other executor is woken). The NOTIFY carries the run's row as the insert
- *    wrote it (`run:<json>`, wake-payloads.ts), and the executor starts the run from it: nothing
- *    between the enqueue's commit and the run's first line but the NOTIFY's delivery — no dispatch
- *    transaction and its WAL flush, no read. The Task row records whom the row went to
- *    (`row_sent_to`), so an executor whose read of its assigned runs loaded the run first knows the
- *    row still on its way is old (Executor, awaitingRows). A row that does not fit a payload, a
- *    fork (whose journal may be written after this call, in the same transaction) or an executor
- *    with no channel of its own gets `dispatched:<id>` as before: the executor reads its runs.
+ * 4. The executor given a run hears of it by the `dispatched:<id>` NOTIFY — on its own channel
+ *    (`cairn_executor_queues.wake_channel`, its session's: no other executor is woken) — and starts
+ *    it after one read (Executor: a pass for its assigned runs alone): no dispatch transaction,
+ *    and its WAL flush, between the enqueue and the run's first line. The wake-up carries no more
+ *    than the executor's id, never the run's row (which would save that read: p99 ~1.2× lower in
+ *    bench:queues): any session of any role that can connect may LISTEN on the channel (it would
+ *    read every run's input) or NOTIFY on it (NOTIFY needs no privilege: a forged or replayed
+ *    row would start a run no one enqueued, or a finished one again). A hint that asks for a read
+ *    is safe to forge; a row to act on is not, short of encrypting and authenticating it.
  * 5. If its own run was not decided (another dispatcher holds the lock, no executor has a free
  *    slot, the limits hold it, an older run came first), or another run is still ready after the
  *    decision, the `queue:<name>` NOTIFY as before: every executor makes a dispatch pass. (An
@@ -67,9 +67,6 @@ export function enqueueFunction(dispatch: StoredFunction, policySql: string): St
   const body = `
 DECLARE
   chosen text;
-  channel text;
-  sent_row text;
-  row_to text;
   live boolean := false;
   locked boolean := false;
 BEGIN
@@ -91,27 +88,19 @@ BEGIN
   INSERT INTO cairn_runs (id, workflow, status, input, input_hash, parent_id, parent_seq, root_id, app_version,
     executor_id, deadline_at, created_at, updated_at, forked_from, forked_from_seq)
   VALUES ($1, $2, CASE WHEN chosen IS NULL THEN $3 ELSE 'running' END, $4, NULL, $5, $6, $7, $8,
-    COALESCE(chosen, $9), $10, $11, $11, $12, $13) ON CONFLICT (id) DO NOTHING
-  RETURNING CASE WHEN chosen IS NOT NULL AND $12 IS NULL THEN row_to_json(cairn_runs)::text END INTO sent_row;
+    COALESCE(chosen, $9), $10, $11, $11, $12, $13) ON CONFLICT (id) DO NOTHING;
   IF NOT FOUND THEN
     -- The run was there already: nothing written, but the lock was held (see the end).
     IF locked AND ${ready} THEN PERFORM pg_notify('${WAKE_CHANNEL}', '${QUEUE_WAKE_PREFIX}' || $14); END IF;
     RETURN false;
   END IF;
-  IF chosen IS NOT NULL THEN
-    channel := (SELECT eq.wake_channel FROM cairn_executor_queues eq WHERE eq.executor_id = chosen AND eq.queue = $14);
-    -- The row goes with the wake-up only on the executor's own channel (nobody else parses it).
-    IF channel IS NOT NULL AND octet_length(sent_row) <= ${MAX_WAKE_PAYLOAD - RUN_WAKE_PREFIX.length} THEN row_to := chosen; END IF;
-  END IF;
-  INSERT INTO cairn_queue_runs (run_id, queue, partition_key, priority, dedup_key, not_before, enqueued_at, dispatched_at, executor_id, policy,
-    row_sent_to)
-  VALUES ($1, $14, $15, $16, $17, $18, $11, CASE WHEN chosen IS NULL THEN NULL ELSE $11 END, chosen, CASE WHEN chosen IS NULL THEN NULL ELSE $20 END,
-    row_to)
+  INSERT INTO cairn_queue_runs (run_id, queue, partition_key, priority, dedup_key, not_before, enqueued_at, dispatched_at, executor_id, policy)
+  VALUES ($1, $14, $15, $16, $17, $18, $11, CASE WHEN chosen IS NULL THEN NULL ELSE $11 END, chosen, CASE WHEN chosen IS NULL THEN NULL ELSE $20 END)
   ON CONFLICT (run_id) DO NOTHING;
   IF chosen IS NOT NULL THEN
     -- Only the chosen executor is woken: on its own channel, or the shared one if it has none.
-    PERFORM pg_notify(COALESCE(channel, '${WAKE_CHANNEL}'),
-      CASE WHEN row_to IS NOT NULL THEN '${RUN_WAKE_PREFIX}' || sent_row ELSE '${DISPATCHED_WAKE_PREFIX}' || chosen END);
+    PERFORM pg_notify(COALESCE((SELECT eq.wake_channel FROM cairn_executor_queues eq WHERE eq.executor_id = chosen AND eq.queue = $14),
+      '${WAKE_CHANNEL}'), '${DISPATCHED_WAKE_PREFIX}' || chosen);
   ELSIF live AND (locked OR ($17 IS NOT NULL AND pg_try_advisory_xact_lock(${ENQUEUE_HOLDER_KEY}, hashtext($14)))) THEN
     -- Other runs were ready, or none of the executors could take this one: one decision under the
     -- policy, whichever run comes first (under the lock this call holds, or tries). (OR's order

@@ -124,15 +124,6 @@ export class Executor implements ExecutionHost {
   private readonly loadedDuringHandouts = new Map<string, number>();
   /** Runs handed out while their execution here was letting go: read again once it has. */
   private readonly rereadOnRelease = new Set<string>();
-  /**
-   * Runs an enqueue sent us with their wake-up (`run:` NOTIFY, enqueue-function.ts) that a read of
-   * our assigned runs loaded before the row came. The row, when it comes, is older than what we
-   * know: the run may have ended here meanwhile, and loading it again would run its steps again.
-   * It is dropped instead. Every such row comes (a session never loses a NOTIFY; a lost session
-   * means a new channel, and rows sent to the old one name runs the reads load), so each entry
-   * leaves with its row; the bound only keeps the set small should rows stop coming.
-   */
-  private readonly awaitingRows = new Set<string>();
   private pokeScheduled = false;
   private lastDeathCheck = -Infinity;
   private readonly timers: NodeJS.Timeout[] = [];
@@ -374,24 +365,11 @@ export class Executor implements ExecutionHost {
       if (wake.passOn) this.passOnWanted = true;
       return this.pokeClaim();
     }
-    if (wake.kind === "run") return this.rowCame(wake.run);
     if (wake.kind === "dispatched") {
       if (wake.executorIds.includes(this.executorId)) this.pokeAssigned();
       return;
     }
     this.poke(false, true);
-  }
-
-  /**
-   * A run an enqueue gave us, with its row as the enqueue wrote it: started from that row, with no
-   * read — unless a read of our assigned runs loaded it first (awaitingRows), which makes this row
-   * old news. A new run has no journal yet, and a grant's guard (staleHandout) covers a run loaded
-   * here already. A row naming another executor (a former identity of ours) is not ours to start.
-   */
-  private rowCame(run: RunRow): void {
-    if (this.options.queues === undefined || run.executorId !== this.executorId) return;
-    if (this.awaitingRows.delete(run.id)) return;
-    void this.handout((at) => this.loadAssigned(run.id, { run, hasSteps: false }, { at, kind: "grant" }));
   }
 
   wakeAt(time: number): void {
@@ -679,7 +657,7 @@ export class Executor implements ExecutionHost {
       const grant = { at: decidedAt ?? issuedAt, kind: "grant" as const };
       await Promise.all([...given.values()].map((decision) => this.loadAssigned(decision.runId, decision.loaded, grant)));
       const others = (await assigned).filter((run) => !given.has(run.runId));
-      await Promise.all(others.map((run) => this.loadAssigned(run.runId, run.loaded, { at: issuedAt, kind: "read" }, run.rowSent)));
+      await Promise.all(others.map((run) => this.loadAssigned(run.runId, run.loaded, { at: issuedAt, kind: "read" })));
     });
   }
 
@@ -802,14 +780,9 @@ export class Executor implements ExecutionHost {
   /**
    * A run dispatched to this executor: loaded unless it is loaded already or not ours (any more).
    * `loaded`: its row as the dispatch left it, which needs no reading again (nor its journal, when
-   * it has none). `rowSent`: an enqueue sent us the run's row too, still to come (see awaitingRows).
+   * it has none).
    */
-  private async loadAssigned(
-    id: string,
-    loaded?: { run: RunRow; hasSteps: boolean },
-    handout?: { at: number; kind: "read" | "grant" },
-    rowSent = false,
-  ): Promise<void> {
+  private async loadAssigned(id: string, loaded?: { run: RunRow; hasSteps: boolean }, handout?: { at: number; kind: "read" | "grant" }): Promise<void> {
     // A run whose execution here is still letting go of it counts as not loaded (see load), unless
     // the hand-out may be stale (staleHandout).
     if (this.executions.get(id)?.hasHalted === false || this.reloads.has(id)) return;
@@ -823,18 +796,11 @@ export class Executor implements ExecutionHost {
       if (run === undefined || run.status !== "running" || run.executorId !== this.executorId) return;
       // Loaded or let go of meanwhile (by a read of the same run): checked again after the awaits.
       if (handout !== undefined && this.staleHandout(id, handout.at, handout.kind)) return;
-      if (rowSent) this.awaitRow(id);
       this.load(run, journal);
     } catch (error) {
       this.reloadLater(id);
       this.options.onError(error);
     }
-  }
-
-  /** A read loaded a run whose row an enqueue sent us: that row, when it comes, is dropped (awaitingRows). */
-  private awaitRow(id: string): void {
-    this.awaitingRows.add(id);
-    if (this.awaitingRows.size > MAX_AWAITING_ROWS) this.awaitingRows.delete(this.awaitingRows.values().next().value!);
   }
 
   private load(run: RunRow, journal: Parameters<typeof this.newExecution>[1]): void {
@@ -974,7 +940,6 @@ export class Executor implements ExecutionHost {
     for (const execution of [...this.executions.values()]) execution.lost();
     this.reloads.clear();
     this.storeFailures.clear();
-    this.awaitingRows.clear(); // rows still to come name the old id: rowCame ignores them
     for (const runId of await this.store.transferRuns(old.id, row.id, now)) this.reloadLater(runId);
     await this.store.removeExecutors([old.id]);
     await this.options.queues?.register(row.id, now);
@@ -1165,12 +1130,6 @@ const MAX_STORE_FAILURES = 5;
  * the holder's commit (a WAL flush), so the retry usually finds the lock free.
  */
 const CONTENDED_RETRY_MS = 5;
-
-/**
- * How many runs awaitingRows remembers. Its entries leave as their rows come, which were sent
- * before the read that added them began; the bound matters only should rows stop coming.
- */
-const MAX_AWAITING_ROWS = 10_000;
 
 /** How long `stop()` waits for a claim pass in flight and for its row's removal. */
 const STOP_BOUND_MS = 5_000;

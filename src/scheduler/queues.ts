@@ -25,15 +25,6 @@ export interface QueueDecision {
   loaded?: { run: RunRow; hasSteps: boolean };
 }
 
-/** A run dispatched to an executor, as a read of its assigned runs found it. */
-export interface AssignedRun {
-  runId: string;
-  /** Its row (PostgreSQL), so it need not be read again; absent: read it. */
-  loaded?: { run: RunRow; hasSteps: boolean };
-  /** An enqueue sent this executor the run's row with its wake-up (enqueue-function.ts): it is on its way, or came. */
-  rowSent: boolean;
-}
-
 /** What an executor serves: by default every queue declared in its process, and no partition. */
 export interface ServeOptions {
   /** The queues this executor takes runs of (each must be declared here). Default: all declared. */
@@ -42,14 +33,10 @@ export interface ServeOptions {
   partitions?: string[];
 }
 
-/**
- * PostgreSQL: `assigned`'s runs ($1 the executor, $2 the ids it has loaded), read as getRun reads
- * them, and whether an enqueue sent the run's row to this executor with its wake-up (row_sent).
- */
+/** PostgreSQL: `assigned`'s runs ($1 the executor, $2 the ids it has loaded), read as getRun reads them. */
 const ASSIGNED_ROWS: Statement = {
   name: "cairn_queue_assigned_rows",
-  text: `SELECT x.*, EXISTS (SELECT 1 FROM cairn_steps s WHERE s.run_id = x.id) AS has_steps,
-      EXISTS (SELECT 1 FROM cairn_queue_runs q WHERE q.run_id = x.id AND q.row_sent_to = $1) AS row_sent
+  text: `SELECT x.*, EXISTS (SELECT 1 FROM cairn_steps s WHERE s.run_id = x.id) AS has_steps
     FROM (${RUN_SELECT} WHERE r.executor_id = $1 AND r.status = 'running' AND NOT (r.id = ANY($2::text[]))) x`,
 };
 
@@ -481,16 +468,12 @@ export class Queues {
    * same read, so a run a peer gave us starts after one round trip instead of two (its id, then
    * its row and journal).
    */
-  async assigned(executorId: string, loaded: readonly string[]): Promise<AssignedRun[]> {
+  async assigned(executorId: string, loaded: readonly string[]): Promise<{ runId: string; loaded?: { run: RunRow; hasSteps: boolean } }[]> {
     if (this.dialect.name !== "postgres") {
       const rows = await this.store.select<{ id: string }>(this.sql.assigned, [executorId]);
-      return rows.map((r) => ({ runId: String(r.id), rowSent: false }));
+      return rows.map((r) => ({ runId: String(r.id) }));
     }
     const rows = await this.store.select<Record<string, unknown>>(ASSIGNED_ROWS, [executorId, this.dialect.list(loaded)]);
-    return rows.map((row) => ({
-      runId: String(row.id),
-      loaded: { run: toRunRow(row), hasSteps: row.has_steps === true },
-      rowSent: row.row_sent === true,
-    }));
+    return rows.map((row) => ({ runId: String(row.id), loaded: { run: toRunRow(row), hasSteps: row.has_steps === true } }));
   }
 }

@@ -1,6 +1,4 @@
 import { CLAIM_WAKE, CLAIMABLE_WAKE } from "../store/postgres/postgres-writes.js";
-import { toRunRow } from "../store/rows.js";
-import type { RunRow } from "../store/store.js";
 
 /**
  * What a wake-up says (PostgreSQL: the payload of its NOTIFY on `cairn_wake`), so that an
@@ -8,9 +6,6 @@ import type { RunRow } from "../store/store.js";
  * to it, the next timer) in every executor at every wake-up:
  *
  * - `queue:<name>` — a run was enqueued on that queue: a dispatch of the queues is all it asks for.
- * - `run:<json>` — an enqueue gave this run to the executor its row names (`executor_id`), and
- *   sends the row as it wrote it (enqueue-function.ts): that executor starts it from the row, with
- *   no read. Sent on that executor's own channel only.
  * - `dispatched:<id>,<id>...` — a dispatch gave runs to these executors (not the dispatcher): they
  *   load them; nobody else has anything to do. Sent on each named executor's own channel (its
  *   session's, `cairn_executor_queues.wake_channel`), so nobody else even wakes; on the shared
@@ -24,14 +19,8 @@ import type { RunRow } from "../store/store.js";
  *
  * A wake-up is a hint, never the only way work is found: every executor still polls.
  */
-export type Wake =
-  | { kind: "run"; run: RunRow }
-  | { kind: "queue" }
-  | { kind: "dispatched"; executorIds: string[] }
-  | { kind: "claimable"; passOn: boolean }
-  | { kind: "any" };
+export type Wake = { kind: "queue" } | { kind: "dispatched"; executorIds: string[] } | { kind: "claimable"; passOn: boolean } | { kind: "any" };
 
-export const RUN_WAKE_PREFIX = "run:";
 export const QUEUE_WAKE_PREFIX = "queue:";
 export const DISPATCHED_WAKE_PREFIX = "dispatched:";
 
@@ -42,14 +31,6 @@ export const DISPATCHED_WAKE_PREFIX = "dispatched:";
 export const MAX_WAKE_PAYLOAD = 7_900;
 
 export function wakeOf(payload: string | undefined): Wake {
-  if (payload?.startsWith(RUN_WAKE_PREFIX)) {
-    // A row we cannot read (someone else's NOTIFY on our channel) asks for a whole pass instead.
-    try {
-      return { kind: "run", run: toRunRow(JSON.parse(payload.slice(RUN_WAKE_PREFIX.length)) as Record<string, unknown>) };
-    } catch {
-      return { kind: "any" };
-    }
-  }
   if (payload?.startsWith(QUEUE_WAKE_PREFIX)) return { kind: "queue" };
   if (payload?.startsWith(DISPATCHED_WAKE_PREFIX)) return { kind: "dispatched", executorIds: payload.slice(DISPATCHED_WAKE_PREFIX.length).split(",") };
   if (payload === CLAIMABLE_WAKE) return { kind: "claimable", passOn: false };

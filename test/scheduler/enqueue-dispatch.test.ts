@@ -2,7 +2,6 @@ import pg from "pg";
 import { describe, expect, it, vi } from "vitest";
 import { type Clock, InvalidSpecError, systemClock } from "../../src/index.js";
 import { ENQUEUE_HOLDER_KEY, QUEUE_LOCK_KEY } from "../../src/scheduler/dispatch-sql.js";
-import { storeOf } from "../../src/internal.js";
 import { Queues } from "../../src/scheduler/queues.js";
 import { BACKENDS } from "../backends.js";
 import { cairnFactory, eventually } from "../harness.js";
@@ -76,100 +75,11 @@ describe.each(BACKENDS)("dispatch at enqueue on $name", (backend) => {
     );
     expect(rows[0]).toMatchObject({ executor_id: executorId, policy: "fifo" });
     if (backend.name === "postgres") {
-      // Decided by the enqueue itself: one wake-up, on the executor's own channel (no other
-      // executor is woken), carrying the run's row as the enqueue wrote it; no dispatch pass
-      // asked of anyone. The Task row records whom the row went to.
-      const heard = wakes.filter((w) => /^(\S+ )?(queue|dispatched|run):/.test(w));
-      expect(heard).toHaveLength(1);
-      expect(heard[0]!.startsWith(`${channel} run:`)).toBe(true);
-      expect(JSON.parse(heard[0]!.slice(`${channel} run:`.length))).toMatchObject({
-        id: "mail-1",
-        workflow: "send",
-        status: "running",
-        executor_id: executorId,
-        input: JSON.stringify({ to: "ada@example.com" }),
-      });
+      // Decided by the enqueue itself: one wake-up, naming the executor, on its own channel (no
+      // other executor is woken); no dispatch pass asked of anyone.
+      expect(wakes.filter((w) => /^(\S+ )?(queue|dispatched):/.test(w))).toEqual([`${channel} dispatched:${executorId}`]);
       expect(Number(rows[0]!.waited)).toBe(0);
-      const { rows: sent } = await executor.cairn.query("SELECT row_sent_to FROM cairn_queue_runs WHERE run_id = 'mail-1'");
-      expect(sent[0]!.row_sent_to).toBe(executorId);
     }
-  });
-
-  /**
-   * PostgreSQL: an executor whose wake-ups carrying a run's row (`run:`) are held until the test
-   * lets them through, and that counts its reads of its assigned runs and each run's step bodies.
-   */
-  async function heldRowsExecutor(db: string) {
-    const cairn = env.cairn(db, { pollIntervalMs: 60_000 });
-    cairn.queue("mail", { workerConcurrency: 4 });
-    const bodies = new Map<string, number>();
-    cairn.workflow("send", async (ctx, input: { to: string }) =>
-      ctx.step("send", async () => {
-        bodies.set(input.to, (bodies.get(input.to) ?? 0) + 1);
-        return `sent to ${input.to}`;
-      }),
-    );
-    const store = storeOf(cairn) as unknown as {
-      onWake(listener: (payload?: string) => void): void;
-      select(statement: { name?: string }, params: unknown[]): Promise<unknown[]>;
-    };
-    const held: (() => void)[] = [];
-    const onWake = store.onWake.bind(store);
-    store.onWake = (listener) => onWake((payload) => (payload?.startsWith("run:") ? held.push(() => listener(payload)) : listener(payload)));
-    let assignedReads = 0;
-    const select = store.select.bind(store);
-    store.select = (statement, params) => {
-      if (statement.name === "cairn_queue_assigned_rows") assignedReads++;
-      return select(statement, params);
-    };
-    await cairn.launch();
-    const { rows } = await cairn.query("SELECT e.id, eq.wake_channel FROM cairn_executors e JOIN cairn_executor_queues eq ON eq.executor_id = e.id");
-    return {
-      cairn,
-      bodies,
-      held,
-      executorId: String(rows[0]!.id),
-      channel: String(rows[0]!.wake_channel),
-      assignedReads: () => assignedReads,
-    };
-  }
-
-  it.skipIf(backend.name !== "postgres")("starts a run from the row its wake-up carries, with no read", async () => {
-    const db = await backend.freshDatabase();
-    const executor = await heldRowsExecutor(db);
-    const producer = await declare(db, false);
-    const handle = await producer.send.enqueue("mail", { to: "ada" }, { id: "mail-row" });
-    await eventually(() => executor.held.length === 1);
-    const reads = executor.assignedReads();
-    executor.held.shift()!();
-    expect(await handle.result()).toBe("sent to ada");
-    expect(executor.assignedReads()).toBe(reads);
-    expect(executor.bodies.get("ada")).toBe(1);
-  });
-
-  it.skipIf(backend.name !== "postgres")("drops a run's row that comes after a read loaded the run, and runs it once", async () => {
-    // The row left with the enqueue's commit, but a read of the executor's assigned runs (here
-    // asked for by a `dispatched:` wake-up) found the run first and ran it to its end. The row,
-    // when it comes, says the run is still to start: loaded, it ran the step again.
-    const db = await backend.freshDatabase();
-    const executor = await heldRowsExecutor(db);
-    const producer = await declare(db, false);
-    const handle = await producer.send.enqueue("mail", { to: "bo" }, { id: "mail-read-first" });
-    await eventually(() => executor.held.length === 1);
-    const admin = new pg.Client({ connectionString: db });
-    await admin.connect();
-    await admin.query(`SELECT pg_notify($1, $2)`, [executor.channel, `dispatched:${executor.executorId}`]);
-    await admin.end();
-    expect(await handle.result()).toBe("sent to bo");
-    executor.held.shift()!();
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(executor.bodies.get("bo")).toBe(1);
-    // Nothing is left waiting for a row: the next run's row starts it as usual.
-    const next = await producer.send.enqueue("mail", { to: "cy" }, { id: "mail-after" });
-    await eventually(() => executor.held.length === 1);
-    executor.held.shift()!();
-    expect(await next.result()).toBe("sent to cy");
-    expect(executor.bodies.get("cy")).toBe(1);
   });
 
   it("runs the stored functions under generic plans (PostgreSQL: no planning of the dispatch statement per call)", async () => {

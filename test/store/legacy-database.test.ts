@@ -109,7 +109,6 @@ describe.each(BACKENDS)("a database from before layers, on $name", (backend) => 
       "queues 1 queues",
       "queues 2 delayed starts by time",
       "queues 3 wake channels",
-      "queues 4 runs sent with their wake-up",
       "supervision 1 supervision",
       "telemetry 1 trace contexts",
     ]);

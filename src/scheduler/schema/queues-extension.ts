@@ -96,17 +96,6 @@ export const QUEUES_EXTENSION: StoreExtension = {
         `ALTER TABLE cairn_executor_queues ADD COLUMN wake_channel TEXT`,
       ],
     },
-    {
-      version: 4,
-      name: "runs sent with their wake-up",
-      statements: [
-        // The executor an enqueue sent the run's whole row to with its wake-up (PostgreSQL: the
-        // NOTIFY's payload, enqueue-function.ts), which starts the run from that row without a
-        // read. Its reads of its assigned runs see this column: a run such a read loads first, the
-        // row that comes later is known to be old (see Executor, awaitingRows). NULL otherwise.
-        `ALTER TABLE cairn_queue_runs ADD COLUMN row_sent_to TEXT`,
-      ],
-    },
   ],
   tables: ["cairn_queues", "cairn_queue_runs", "cairn_executor_queues", "cairn_executor_partitions"],
   stepKinds: [],
