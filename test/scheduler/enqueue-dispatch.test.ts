@@ -108,22 +108,13 @@ describe.each(BACKENDS)("dispatch at enqueue on $name", (backend) => {
     try {
       const { rows: fns } = await session.query("SELECT proname FROM pg_proc WHERE proname LIKE 'cairn\\_enqueue\\_%'");
       const { rows: executors } = await session.query("SELECT id, app_version FROM cairn_executors");
-      const types = "text text text text text integer text text text bigint bigint text integer text text integer text bigint bigint text".split(" ");
-      const call = `SELECT ${String(fns[0]!.proname)}(${types.map((type, i) => `$${i + 1}::${type}`).join(", ")})`;
+      // The enqueue function's call as the store sends it ($1..$20: the run, its Task row, the oldest live heartbeat, the policy).
+      const call = `SELECT ${String(fns[0]!.proname)}(${Array.from({ length: 20 }, (_, i) => `$${i + 1}`).join(", ")})`;
       const enqueue = (id: string) => {
         const now = Date.now();
-        const input = JSON.stringify({ to: id });
-        return session.query(
-          call,
-          [id, "send", "enqueued", input, null, null, id, executors[0]!.app_version, null, null, now, null, null, "mail"].concat([
-            null,
-            0,
-            null,
-            null,
-            now - 15_000,
-            "fifo",
-          ]),
-        );
+        const run = [id, "send", "enqueued", JSON.stringify({ to: id }), null, null, id, executors[0]!.app_version, null, null, now, null, null];
+        const task = ["mail", null, 0, null, null];
+        return session.query(call, [...run, ...task, now - 15_000, "fifo"]);
       };
       await enqueue("first"); // this session's plan, made now: two runs in the tables, never analyzed
       await session.query(
