@@ -77,7 +77,8 @@ export interface StoredFunction {
  *
  * `enable_seqscan = off`: that one plan is made at a session's first call, with the statistics of
  * that moment — in a new database, tables never analyzed, which the planner takes for a row or
- * two. It then read the queue's live runs (`active`) as a scan of `cairn_runs` for every dispatched
+ * two, and whose guess hangs on the rows' widths. With one column more on the Task table than
+ * today it read the queue's live runs (`active`) as a scan of `cairn_runs` for every dispatched
  * Task row: kept for the session's life, an enqueue cost 10 ms after 600 runs and 250 ms after
  * 2,000 (quadratic; bench:queues, a producer whose first enqueues met empty tables). Every
  * statement here is written for its indexes (live runs by status, rows by primary key, waiting
