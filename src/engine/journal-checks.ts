@@ -11,15 +11,17 @@ interface CheckedRow {
 
 /**
  * The rows each check reads, for a JSON list of `{ run, top, seqs }` ($1): the rows above `top`
- * and at the watched `seqs`, by primary key. The list drives the loop (PostgreSQL: LATERAL;
- * SQLite: CROSS JOIN keeps the order as written), so each run costs an index lookup whatever the
- * size of `cairn_steps`.
+ * and at the watched `seqs`, by primary key. The list drives the loop (PostgreSQL: LATERAL, kept
+ * a loop by `OFFSET 0`; SQLite: CROSS JOIN keeps the order as written), so each run costs an index
+ * lookup whatever the size of `cairn_steps`. (Without `OFFSET 0` PostgreSQL may flatten the
+ * LATERAL into a join, and on a `cairn_steps` it has no statistics for it hashed the list and
+ * scanned the whole table: 40–60 ms a check with 500,000 journal rows, against 0.2 ms.)
  */
-const CHECK_SQL: Record<Store["backend"], string> = {
+export const CHECK_SQL: Record<Store["backend"], string> = {
   postgres: `SELECT t.run_id, t.seq, t.status, t.completion
     FROM json_to_recordset($1::json) AS w(run text, top int, seqs int[])
     CROSS JOIN LATERAL (SELECT s.run_id, s.seq, s.status, s.completion FROM cairn_steps s
-      WHERE s.run_id = w.run AND (s.seq > w.top OR s.seq = ANY(w.seqs))) t`,
+      WHERE s.run_id = w.run AND (s.seq > w.top OR s.seq = ANY(w.seqs)) OFFSET 0) t`,
   sqlite: `SELECT s.run_id, s.seq, s.status, s.completion FROM json_each($1) w CROSS JOIN cairn_steps s
     WHERE s.run_id = json_extract(w.value, '$.run')
       AND (s.seq > json_extract(w.value, '$.top') OR s.seq IN (SELECT value FROM json_each(json_extract(w.value, '$.seqs'))))`,

@@ -155,8 +155,8 @@ export function statements(d: SqlDialect) {
     // Several runs' journals in one read (a claimed batch): by run, each in seq order.
     journalsIn: s(
       "journals_in",
-      `SELECT s.*, COALESCE(s.output, p.body) AS output_text FROM cairn_steps s
-       LEFT JOIN cairn_payloads p ON p.hash = s.output_hash WHERE ${d.inSet("s.run_id", "$1")} ORDER BY s.run_id, s.seq`,
+      `SELECT s.*, COALESCE(s.output, p.body) AS output_text FROM ${d.rowsOfEach("$1", "cairn_steps", "run_id", "s")}
+       LEFT JOIN cairn_payloads p ON p.hash = s.output_hash ORDER BY s.run_id, s.seq`,
     ),
     getEvent: s(
       "get_event",

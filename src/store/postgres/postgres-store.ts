@@ -13,6 +13,7 @@ import { batchDefers, deferralOf, Durability, type Deferral } from "../durabilit
 import type {
   ClaimRequest,
   CommitOptions,
+  ExecutorRow,
   Fence,
   NewRun,
   OperatorQueryOptions,
@@ -30,6 +31,7 @@ import { HeldClient } from "./held-client.js";
 import { ownWakeChannel, PostgresSession } from "./postgres-session.js";
 import { CLAIMABLE_WAKE, PostgresWrites, WAKE_CHANNEL } from "./postgres-writes.js";
 import { StatementClient } from "./statement-client.js";
+import { StatisticsKeeper } from "./statistics-keeper.js";
 
 export interface PostgresStoreOptions {
   /** Connections in the pool (default 10). A transactional step holds one for its whole body. */
@@ -122,6 +124,15 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
     this.layerClient = new HeldClient(this.pool);
     this.session = new PostgresSession(url, TYPES);
     this.poolConnection = postgresConnection(this.pool);
+    this.statistics = new StatisticsKeeper(this.pool);
+  }
+
+  /** Keeps the planner's statistics of Cairn's tables in step with them while an executor of this store runs (statistics-keeper.ts). */
+  private readonly statistics: StatisticsKeeper;
+
+  override async registerExecutor(executor: ExecutorRow): Promise<void> {
+    await super.registerExecutor(executor);
+    this.statistics.start();
   }
 
   protected reader(): Connection {
@@ -196,6 +207,7 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
    */
   async close(): Promise<void> {
     const closing = (async () => {
+      await this.statistics.stop();
       while (this.flushing !== null) await this.flushing;
       this.writer.release();
       this.layerClient.release();
