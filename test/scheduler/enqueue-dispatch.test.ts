@@ -143,6 +143,44 @@ describe.each(BACKENDS)("dispatch at enqueue on $name", (backend) => {
     }
   });
 
+  it.skipIf(backend.name !== "postgres")("reads a decision's waiting runs off the queue's index, not every run in the database", async () => {
+    const db = await backend.freshDatabase();
+    const executor = await declare(db, true);
+    const session = new pg.Client({ connectionString: db });
+    await session.connect();
+    try {
+      const { rows: executors } = await session.query("SELECT id, app_version FROM cairn_executors");
+      // 2,000 runs queued from plain SQL, as the README shows (no NOTIFY: the executor, polling
+      // once a minute, leaves them be), and statistics that know of them.
+      await session.query(
+        `INSERT INTO cairn_runs (id, workflow, status, input, root_id, app_version, created_at, updated_at)
+         SELECT 'queued-' || g, 'send', 'enqueued', '{"to":"x"}', 'queued-' || g, $1, g, g FROM generate_series(1, 2000) g`,
+        [executors[0]!.app_version],
+      );
+      await session.query(
+        `INSERT INTO cairn_queue_runs (run_id, queue, priority, enqueued_at) SELECT 'queued-' || g, 'mail', 0, g FROM generate_series(1, 2000) g`,
+      );
+      await session.query("ANALYZE cairn_runs; ANALYZE cairn_queue_runs");
+      const { rows: fns } = await session.query("SELECT proname FROM pg_proc WHERE proname LIKE 'cairn\\_dispatch\\_%'");
+      const now = Date.now();
+      await session.query("BEGIN");
+      const { rows: decided } = await session.query(`SELECT * FROM ${String(fns[0]!.proname)}($1, $2, $3, $4, $5, $6)`, [
+        "mail",
+        now,
+        executors[0]!.id,
+        now - 15_000,
+        "fifo",
+        100,
+      ]);
+      const { rows: reads } = await session.query("SELECT seq_tup_read + idx_tup_fetch AS n FROM pg_stat_xact_user_tables WHERE relname = 'cairn_runs'");
+      await session.query("ROLLBACK");
+      expect(decided.map((row) => row.run_id)).toEqual(["queued-1"]); // the oldest, to the one free slot
+      expect(Number(reads[0]!.n)).toBeLessThan(500); // every run in the database (2,000) before
+    } finally {
+      await session.end();
+    }
+  });
+
   it("leaves the run queued for the executors when none can take it now", async () => {
     const db = await backend.freshDatabase();
     const producer = await declare(db, false);
