@@ -170,6 +170,19 @@ export const CORE_MIGRATIONS: readonly LayerMigration[] = [
       `ALTER TABLE cairn_runs ADD COLUMN wake_channel TEXT`,
     ],
   },
+  {
+    version: 7,
+    name: "runs-held-by-a-layer",
+    // The layer whose dispatch starts an enqueued run (the scheduler's queues: NewRun.heldBy). The
+    // core claim looks for claimable enqueued runs through `cairn_runs_fresh`, which leaves held
+    // runs out: with 30,000 runs queued, every look and claim walked all of them (20 ms a look),
+    // since whether a layer holds a run was only known from the layer's table (`holdsRuns`). A run
+    // enqueued without the mark (from plain SQL) is still held by `holdsRuns`, looked at each time.
+    statements: [
+      `ALTER TABLE cairn_runs ADD COLUMN held_by TEXT`,
+      `CREATE INDEX cairn_runs_fresh ON cairn_runs (app_version, created_at) WHERE status = 'enqueued' AND held_by IS NULL`,
+    ],
+  },
 ];
 
 /**

@@ -62,7 +62,8 @@ export function claimBranches(
       where: `${ours} AND status = 'waiting' AND wake_at <= $3${parkerFirst === undefined ? "" : ` AND ${parkedHereOrLong(parkerFirst)}`}`,
       order: "wake_at",
     },
-    fresh: { where: `${ours} AND status = 'enqueued'${free}`, order: "created_at" },
+    // `held_by IS NULL`: read off `cairn_runs_fresh`, which holds no run a layer marked as its own.
+    fresh: { where: `${ours} AND status = 'enqueued' AND held_by IS NULL${free}`, order: "created_at" },
   };
 }
 
@@ -230,8 +231,9 @@ export function statements(d: SqlDialect) {
     ),
     resume: s(
       "resume",
+      // Back as the core's: a layer that holds it again marks it again (its onResume hook).
       `UPDATE cairn_runs SET status = 'enqueued', error = NULL, output = NULL, output_hash = NULL, finished_at = NULL, deadline_at = NULL,
-         executor_id = NULL, wake_at = NULL, recovery_base = recoveries, updated_at = $1 WHERE id = $2 AND status IN ('failed', 'cancelled')`,
+         executor_id = NULL, wake_at = NULL, recovery_base = recoveries, held_by = NULL, updated_at = $1 WHERE id = $2 AND status IN ('failed', 'cancelled')`,
     ),
     // The failed steps that ended the run are dropped so they run again: those after the last
     // success by seq or by time (a Promise.all whose failing step finished after its siblings).
@@ -248,7 +250,7 @@ export function statements(d: SqlDialect) {
       `WITH RECURSIVE tree(id) AS (
          SELECT id FROM cairn_runs WHERE parent_id = $1
          UNION ALL SELECT r.id FROM cairn_runs r JOIN tree t ON r.parent_id = t.id)
-       UPDATE cairn_runs SET status = 'enqueued', error = NULL, finished_at = NULL, updated_at = $2
+       UPDATE cairn_runs SET status = 'enqueued', error = NULL, finished_at = NULL, held_by = NULL, updated_at = $2
        WHERE id IN (SELECT id FROM tree) AND status = 'cancelled'`,
     ),
     // Retention locks a run FOR UPDATE before deleting it: a fork and that deletion take turns.

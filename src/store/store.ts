@@ -107,6 +107,13 @@ export interface NewRun {
   createdAt: number;
   forkedFrom: string | null;
   forkedFromSeq: number | null;
+  /**
+   * The layer whose own dispatch starts this run while it is `enqueued` (the scheduler's queues:
+   * `cairn_runs.held_by`): the core claim never reads it, so a backlog of held runs costs a claim
+   * nothing. Absent: the core claim's, unless a layer's `holdsRuns` predicate holds it (see
+   * ExtensionHooks.holdsRuns).
+   */
+  heldBy?: string | null;
 }
 
 export interface RunRow {

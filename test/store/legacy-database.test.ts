@@ -105,10 +105,12 @@ describe.each(BACKENDS)("a database from before layers, on $name", (backend) => 
       "core 4 retention",
       "core 5 executor-capacity",
       "core 6 executor-wake-channel",
+      "core 7 runs-held-by-a-layer",
       "cron 1 schedules",
       "queues 1 queues",
       "queues 2 delayed starts by time",
       "queues 3 wake channels",
+      "queues 4 queued-runs-held",
       "supervision 1 supervision",
       "telemetry 1 trace contexts",
     ]);

@@ -16,6 +16,13 @@ import type { StoreExtension } from "../../store/extension.js";
  * core claim leaves such runs alone (`holdsRuns`), and a dispatch makes them `running` under the
  * executor the policy chose. From then on the run lives as any other: leases, fencing, takeover.
  */
+/**
+ * What a queued run's `cairn_runs.held_by` says (NewRun.heldBy): the queues start it, the core
+ * claim leaves it alone without looking at `cairn_queue_runs` (`holdsRuns` still covers a run
+ * enqueued from plain SQL without it).
+ */
+export const HELD_BY_QUEUES = "queues";
+
 export const QUEUES_EXTENSION: StoreExtension = {
   name: "queues",
   migrations: [
@@ -96,6 +103,16 @@ export const QUEUES_EXTENSION: StoreExtension = {
         `ALTER TABLE cairn_executor_queues ADD COLUMN wake_channel TEXT`,
       ],
     },
+    {
+      version: 4,
+      name: "queued-runs-held",
+      // The runs waiting in a queue, marked as the queues' (core migration 7, `held_by`): the
+      // core claim's look stops reading them one by one.
+      statements: [
+        `UPDATE cairn_runs SET held_by = '${HELD_BY_QUEUES}' WHERE status = 'enqueued'
+          AND EXISTS (SELECT 1 FROM cairn_queue_runs q WHERE q.run_id = cairn_runs.id AND q.dispatched_at IS NULL)`,
+      ],
+    },
   ],
   tables: ["cairn_queues", "cairn_queue_runs", "cairn_executor_queues", "cairn_executor_partitions"],
   stepKinds: [],
@@ -107,10 +124,13 @@ export const QUEUES_EXTENSION: StoreExtension = {
       `UPDATE cairn_queue_runs SET dispatched_at = (SELECT updated_at FROM cairn_runs WHERE id = $1), policy = 'cancelled'
        WHERE run_id = $1 AND dispatched_at IS NULL`,
     ],
-    // A resumed queued run waits for its queue again, under the queue's limits.
+    // A resumed queued run waits for its queue again, under the queue's limits, held by the queues
+    // again (the core's resume let go of it).
     onResume: [
       `UPDATE cairn_queue_runs SET dispatched_at = NULL, executor_id = NULL, policy = NULL
        WHERE run_id = $1 AND EXISTS (SELECT 1 FROM cairn_runs r WHERE r.id = $1 AND r.status = 'enqueued')`,
+      `UPDATE cairn_runs SET held_by = '${HELD_BY_QUEUES}' WHERE id = $1 AND status = 'enqueued'
+       AND EXISTS (SELECT 1 FROM cairn_queue_runs q WHERE q.run_id = $1 AND q.dispatched_at IS NULL)`,
     ],
     onDelete: { runTables: ["cairn_queue_runs"], payloadColumns: [] },
   },

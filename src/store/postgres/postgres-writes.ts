@@ -574,9 +574,9 @@ export class PostgresWrites {
       text: `WITH v AS (
                SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[],
                  $8::text[], $9::text[], $10::text[], $11::bigint[], $12::bigint[], $13::text[], $14::int[],
-                 $15::text[], $16::int[])
+                 $15::text[], $16::int[], $17::text[])
                  WITH ORDINALITY AS v(id, workflow, status, input, input_hash, parent_id, parent_seq, root_id, app_version,
-                   executor_id, deadline_at, created_at, forked_from, forked_from_seq, payload, payload_size, n)),
+                   executor_id, deadline_at, created_at, forked_from, forked_from_seq, payload, payload_size, held_by, n)),
              p AS (
                INSERT INTO cairn_payloads (hash, body, size, created_at)
                SELECT DISTINCT ON (input_hash) input_hash, payload, payload_size, created_at FROM v
@@ -584,9 +584,9 @@ export class PostgresWrites {
                ON CONFLICT (hash) DO NOTHING),
              i AS (
                INSERT INTO cairn_runs (id, workflow, status, input, input_hash, parent_id, parent_seq, root_id, app_version,
-                 executor_id, deadline_at, created_at, updated_at, forked_from, forked_from_seq)
+                 executor_id, deadline_at, created_at, updated_at, forked_from, forked_from_seq, held_by)
                SELECT DISTINCT ON (id) id, workflow, status, input, input_hash, parent_id, parent_seq, root_id, app_version,
-                 executor_id, deadline_at, created_at, created_at, forked_from, forked_from_seq
+                 executor_id, deadline_at, created_at, created_at, forked_from, forked_from_seq, held_by
                FROM v ORDER BY id, n
                ON CONFLICT (id) DO NOTHING
                RETURNING id, status),
@@ -609,6 +609,7 @@ export class PostgresWrites {
         runs.map((r) => r.forkedFromSeq),
         payloads,
         sizes,
+        runs.map((r) => r.heldBy ?? null),
       ],
     });
     return new Set(result.rows.flatMap((r) => (r.id === null ? [] : [r.id])));
@@ -626,8 +627,8 @@ export class PostgresWrites {
       text: `WITH ${PAYLOAD_CTE},
              i AS (
                INSERT INTO cairn_runs (id, workflow, status, input, input_hash, parent_id, parent_seq, root_id, app_version,
-                 executor_id, deadline_at, created_at, updated_at, forked_from, forked_from_seq)
-               VALUES ($5, $6, $7, $8, $1, $9, $10, $11, $12, $13, $14, $4, $4, $15, $16) ON CONFLICT (id) DO NOTHING
+                 executor_id, deadline_at, created_at, updated_at, forked_from, forked_from_seq, held_by)
+               VALUES ($5, $6, $7, $8, $1, $9, $10, $11, $12, $13, $14, $4, $4, $15, $16, $17) ON CONFLICT (id) DO NOTHING
                RETURNING id, status),
              ${startWake("$12", "$6")}
            SELECT id FROM i UNION ALL SELECT NULL FROM n`,
@@ -645,6 +646,7 @@ export class PostgresWrites {
         run.deadlineAt,
         run.forkedFrom,
         run.forkedFromSeq,
+        run.heldBy ?? null,
       ],
     });
     return result.rows.some((r) => r.id !== null);

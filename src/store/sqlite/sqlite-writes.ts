@@ -76,8 +76,8 @@ export class SqliteWrites {
       ),
       run: db.prepare(
         `INSERT INTO cairn_runs (id, workflow, status, input, input_hash, parent_id, parent_seq, root_id, app_version,
-           executor_id, deadline_at, created_at, updated_at, forked_from, forked_from_seq)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+           executor_id, deadline_at, created_at, updated_at, forked_from, forked_from_seq, held_by)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
       ),
       message: db.prepare(
         `INSERT INTO cairn_messages (id, run_id, topic, body, body_hash, sender, position, created_at)
@@ -226,6 +226,7 @@ export class SqliteWrites {
       run.createdAt,
       run.forkedFrom,
       run.forkedFromSeq,
+      run.heldBy ?? null,
     );
   }
 
