@@ -138,7 +138,7 @@ shortlist AS (
   FROM cairn_queue_runs t
   JOIN cairn_runs r ON r.id = t.run_id
   LEFT JOIN partition_load pl ON pl.partition_key = t.partition_key
-  WHERE t.run_id IN (SELECT run_id FROM shortlist) AND t.dispatched_at IS NULL AND ${STILL_ENQUEUED}
+  WHERE ${d.inRows("t.run_id", "SELECT run_id FROM shortlist")} AND t.dispatched_at IS NULL AND ${STILL_ENQUEUED}
     AND (t.not_before IS NULL OR t.not_before <= ${now})
     AND EXISTS (SELECT 1 FROM open) AND ${underPartitionLimit("t.partition_key")}`;
   }
