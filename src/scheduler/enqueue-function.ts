@@ -4,7 +4,7 @@ import { POSTGRES } from "../store/dialect.js";
 import { FUNCTION_SETTINGS, functionName, type StoredFunction } from "./dispatch-function.js";
 import { ENQUEUE_HOLDER_KEY, incomingDecision, QUEUE_LOCK_KEY, runReadySql } from "./dispatch-sql.js";
 import { DISPATCHED_WAKE_PREFIX, QUEUE_WAKE_PREFIX } from "./wake-payloads.js";
-import { HELD_BY_QUEUES } from "./schema/queues-extension.js";
+import { HELD_UNLESS_STALE_ROW } from "./schema/queues-extension.js";
 
 /**
  * PostgreSQL, a queue under a built-in policy: the enqueue that dispatches its own run. One call,
@@ -89,7 +89,7 @@ BEGIN
   INSERT INTO cairn_runs (id, workflow, status, input, input_hash, parent_id, parent_seq, root_id, app_version,
     executor_id, deadline_at, created_at, updated_at, forked_from, forked_from_seq, held_by)
   VALUES ($1, $2, CASE WHEN chosen IS NULL THEN $3 ELSE 'running' END, $4, NULL, $5, $6, $7, $8,
-    COALESCE(chosen, $9), $10, $11, $11, $12, $13, '${HELD_BY_QUEUES}') ON CONFLICT (id) DO NOTHING;
+    COALESCE(chosen, $9), $10, $11, $11, $12, $13, ${HELD_UNLESS_STALE_ROW}) ON CONFLICT (id) DO NOTHING;
   IF NOT FOUND THEN
     -- The run was there already: nothing written, but the lock was held (see the end).
     IF locked AND ${ready} THEN PERFORM pg_notify('${WAKE_CHANNEL}', '${QUEUE_WAKE_PREFIX}' || $14); END IF;

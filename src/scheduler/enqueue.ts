@@ -6,7 +6,7 @@ import { WAKE_CHANNEL } from "../store/postgres/postgres-writes.js";
 import { TERMINAL_STATUSES, type NewRun, type Store, type WriteOp } from "../store/store.js";
 import type { QueueSpec } from "./queue-spec.js";
 import { QUEUE_WAKE_PREFIX } from "./wake-payloads.js";
-import { HELD_BY_QUEUES } from "./schema/queues-extension.js";
+import { HELD_UNLESS_STALE_ROW } from "./schema/queues-extension.js";
 import type { EnqueueOptions } from "../engine/workflow.js";
 
 /** How `workflow.enqueue(queue, input, options)` places a run on a queue (declared with the engine's Workflow). */
@@ -65,7 +65,7 @@ const ENQUEUE_POSTGRES: Statement = {
   text: `WITH i AS (
     INSERT INTO cairn_runs (id, workflow, status, input, input_hash, parent_id, parent_seq, root_id, app_version,
       executor_id, deadline_at, created_at, updated_at, forked_from, forked_from_seq, held_by)
-    VALUES ($1, $2, $3, $4, NULL, $5, $6, $7, $8, $9, $10, $11, $11, $12, $13, '${HELD_BY_QUEUES}') ON CONFLICT (id) DO NOTHING
+    VALUES ($1, $2, $3, $4, NULL, $5, $6, $7, $8, $9, $10, $11, $11, $12, $13, ${HELD_UNLESS_STALE_ROW}) ON CONFLICT (id) DO NOTHING
     RETURNING status),
   t AS (
     INSERT INTO cairn_queue_runs (run_id, queue, partition_key, priority, dedup_key, not_before, enqueued_at)
@@ -168,8 +168,10 @@ export async function enqueueRun(
         const inserted = await store.execute(ENQUEUE_POSTGRES, enqueueValues(queue, run, checked), { concurrent: true });
         return { runId: run.id, created: inserted.length > 0 };
       }
+      // Marked as the queues' unless a Task row of its id is there already (HELD_UNLESS_STALE_ROW).
+      const [mark] = await store.select<{ held_by: string | null }>(`SELECT ${HELD_UNLESS_STALE_ROW} AS held_by`, [run.id]);
       await store.commit(null, [
-        { type: "run", run: { ...run, heldBy: HELD_BY_QUEUES } },
+        { type: "run", run: { ...run, heldBy: mark?.held_by ?? null } },
         {
           type: "insert",
           table: "cairn_queue_runs",

@@ -178,6 +178,8 @@ export const CORE_MIGRATIONS: readonly LayerMigration[] = [
     // runs out: with 30,000 runs queued, every look and claim walked all of them (20 ms a look),
     // since whether a layer holds a run was only known from the layer's table (`holdsRuns`). A run
     // enqueued without the mark (from plain SQL) is still held by `holdsRuns`, looked at each time.
+    // The mark stays on the row after the run leaves `enqueued` ("was queued"); it means something
+    // only while the run is enqueued. A resume clears it (the layer marks the run again if it holds it).
     statements: [
       `ALTER TABLE cairn_runs ADD COLUMN held_by TEXT`,
       `CREATE INDEX cairn_runs_fresh ON cairn_runs (app_version, created_at) WHERE status = 'enqueued' AND held_by IS NULL`,

@@ -88,6 +88,19 @@ describe.each(BACKENDS)("runs held by the queues on $name", (backend) => {
     expect(await executor.cairn.run("queued").result()).toBe("sent to ada");
   });
 
+  it("does not strand a run whose Task row was left behind by a run deleted by hand", async () => {
+    const db = await env.database();
+    const { cairn, send } = cairnOn(db, true);
+    await cairn.launch();
+    expect(await (await send.enqueue("emails", { to: "ada" }, { id: "again" })).result()).toBe("sent to ada");
+    // Not retention (which takes the Task row along): an operator's DELETE of the run alone.
+    await writeFromOutside(db, ["DELETE FROM cairn_steps WHERE run_id = 'again'", "DELETE FROM cairn_runs WHERE id = 'again'"]);
+    // Enqueued again under that id, not dispatched in the same call (a delayed start): its Task row
+    // is the stale one, dispatched long ago, so only the core claim can run it — unmarked, it does.
+    const handle = await send.enqueue("emails", { to: "bo" }, { id: "again", delayMs: 50 });
+    expect(await handle.result()).toBe("sent to bo");
+  });
+
   it.skipIf(backend.name !== "postgres")("looks for claimable runs without reading the queued ones", async () => {
     const db = await env.database();
     const { cairn, send } = cairnOn(db, false);

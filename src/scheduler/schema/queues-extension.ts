@@ -23,6 +23,14 @@ import type { StoreExtension } from "../../store/extension.js";
  */
 export const HELD_BY_QUEUES = "queues";
 
+/**
+ * The `held_by` of a run an enqueue is inserting ($1 its id): the queues', unless a Task row of that
+ * id is there already — left by a run deleted by hand, not by retention — which the enqueue's own
+ * Task row then does not replace (`ON CONFLICT DO NOTHING`): a run marked held with no waiting
+ * Task row would wait for good, where unmarked the core claim runs it, as before the mark.
+ */
+export const HELD_UNLESS_STALE_ROW = `CASE WHEN EXISTS (SELECT 1 FROM cairn_queue_runs WHERE run_id = $1) THEN NULL ELSE '${HELD_BY_QUEUES}' END`;
+
 export const QUEUES_EXTENSION: StoreExtension = {
   name: "queues",
   migrations: [

@@ -577,7 +577,7 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
         RETURNING 1)
       SELECT pg_notify('${WAKE_CHANNEL}', '${CLAIMABLE_WAKE}')
       WHERE EXISTS (SELECT 1 FROM released) OR (NOT $4::boolean AND (
-        EXISTS (SELECT 1 FROM cairn_runs WHERE status = 'enqueued' AND app_version = $1
+        EXISTS (SELECT 1 FROM cairn_runs WHERE status = 'enqueued' AND held_by IS NULL AND app_version = $1
           ${this.heldRuns()
             .map((held) => `AND NOT (${held})`)
             .join(" ")})
