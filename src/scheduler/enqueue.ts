@@ -6,7 +6,7 @@ import { WAKE_CHANNEL } from "../store/postgres/postgres-writes.js";
 import { TERMINAL_STATUSES, type NewRun, type Store, type WriteOp } from "../store/store.js";
 import type { QueueSpec } from "./queue-spec.js";
 import { QUEUE_WAKE_PREFIX } from "./wake-payloads.js";
-import { HELD_UNLESS_STALE_ROW } from "./schema/queues-extension.js";
+import { HELD_BY_QUEUES, HELD_UNLESS_STALE_ROW } from "./schema/queues-extension.js";
 import type { EnqueueOptions } from "../engine/workflow.js";
 
 /** How `workflow.enqueue(queue, input, options)` places a run on a queue (declared with the engine's Workflow). */
@@ -17,6 +17,8 @@ export interface CheckedEnqueue {
   dedupKey: string | null;
   notBefore: number | null;
   partitionKey: string | null;
+  /** The caller named the run (`id`): a Task row of that id may be there already (HELD_UNLESS_STALE_ROW). */
+  idGiven: boolean;
 }
 
 /** Refuses bad options before anything is stored, naming the field and the value. */
@@ -48,6 +50,7 @@ export function checkEnqueue(queue: QueueSpec, input: unknown, options: EnqueueO
     dedupKey: options.dedupKey ?? null,
     notBefore: options.delayMs !== undefined ? now + options.delayMs : (options.runAt ?? null),
     partitionKey,
+    idGiven: options.id !== undefined,
   };
 }
 
@@ -168,10 +171,13 @@ export async function enqueueRun(
         const inserted = await store.execute(ENQUEUE_POSTGRES, enqueueValues(queue, run, checked), { concurrent: true });
         return { runId: run.id, created: inserted.length > 0 };
       }
-      // Marked as the queues' unless a Task row of its id is there already (HELD_UNLESS_STALE_ROW).
-      const [mark] = await store.select<{ held_by: string | null }>(`SELECT ${HELD_UNLESS_STALE_ROW} AS held_by`, [run.id]);
+      // Marked as the queues' unless a Task row of its id is there already (HELD_UNLESS_STALE_ROW):
+      // looked for only under an id the caller gave (none can be there under a new UUID).
+      const heldBy = checked.idGiven
+        ? ((await store.select<{ held_by: string | null }>(`SELECT ${HELD_UNLESS_STALE_ROW} AS held_by`, [run.id]))[0]?.held_by ?? null)
+        : HELD_BY_QUEUES;
       await store.commit(null, [
-        { type: "run", run: { ...run, heldBy: mark?.held_by ?? null } },
+        { type: "run", run: { ...run, heldBy } },
         {
           type: "insert",
           table: "cairn_queue_runs",
