@@ -1,6 +1,24 @@
 import type { StoreExtension } from "../../store/extension.js";
 
 /**
+ * What a queued run's `cairn_runs.held_by` says (NewRun.heldBy): the queues start it, the core
+ * claim leaves it alone without looking at `cairn_queue_runs` (`holdsRuns` still covers a run
+ * enqueued from plain SQL without it).
+ */
+export const HELD_BY_QUEUES = "queues";
+
+/**
+ * The `held_by` of a run an enqueue is inserting ($1 its id): the queues', unless a Task row of that
+ * id is there already — left by a run deleted by hand, not by retention — which the enqueue's own
+ * Task row then does not replace (`ON CONFLICT DO NOTHING`): a run marked held with no waiting
+ * Task row would wait for good, where unmarked the core claim runs it, as before the mark.
+ */
+export const HELD_UNLESS_STALE_ROW = `CASE WHEN EXISTS (SELECT 1 FROM cairn_queue_runs WHERE run_id = $1) THEN NULL ELSE '${HELD_BY_QUEUES}' END`;
+
+/** A run (a `cairn_runs` row, unaliased) waits in a queue: its Task row is not dispatched yet. */
+const WAITING_IN_A_QUEUE = `EXISTS (SELECT 1 FROM cairn_queue_runs q WHERE q.run_id = cairn_runs.id AND q.dispatched_at IS NULL)`;
+
+/**
  * The scheduler's queues as the store sees them (the DBOS paper's Task and Worker tables):
  *
  * - `cairn_queues`: each queue declared in code (`cairn.queue`), with its limits and its dispatch
@@ -16,21 +34,6 @@ import type { StoreExtension } from "../../store/extension.js";
  * core claim leaves such runs alone (`holdsRuns`), and a dispatch makes them `running` under the
  * executor the policy chose. From then on the run lives as any other: leases, fencing, takeover.
  */
-/**
- * What a queued run's `cairn_runs.held_by` says (NewRun.heldBy): the queues start it, the core
- * claim leaves it alone without looking at `cairn_queue_runs` (`holdsRuns` still covers a run
- * enqueued from plain SQL without it).
- */
-export const HELD_BY_QUEUES = "queues";
-
-/**
- * The `held_by` of a run an enqueue is inserting ($1 its id): the queues', unless a Task row of that
- * id is there already — left by a run deleted by hand, not by retention — which the enqueue's own
- * Task row then does not replace (`ON CONFLICT DO NOTHING`): a run marked held with no waiting
- * Task row would wait for good, where unmarked the core claim runs it, as before the mark.
- */
-export const HELD_UNLESS_STALE_ROW = `CASE WHEN EXISTS (SELECT 1 FROM cairn_queue_runs WHERE run_id = $1) THEN NULL ELSE '${HELD_BY_QUEUES}' END`;
-
 export const QUEUES_EXTENSION: StoreExtension = {
   name: "queues",
   migrations: [
@@ -116,16 +119,13 @@ export const QUEUES_EXTENSION: StoreExtension = {
       name: "queued-runs-held",
       // The runs waiting in a queue, marked as the queues' (core migration 7, `held_by`): the
       // core claim's look stops reading them one by one.
-      statements: [
-        `UPDATE cairn_runs SET held_by = '${HELD_BY_QUEUES}' WHERE status = 'enqueued'
-          AND EXISTS (SELECT 1 FROM cairn_queue_runs q WHERE q.run_id = cairn_runs.id AND q.dispatched_at IS NULL)`,
-      ],
+      statements: [`UPDATE cairn_runs SET held_by = '${HELD_BY_QUEUES}' WHERE status = 'enqueued' AND ${WAITING_IN_A_QUEUE}`],
     },
   ],
   tables: ["cairn_queues", "cairn_queue_runs", "cairn_executor_queues", "cairn_executor_partitions"],
   stepKinds: [],
   hooks: {
-    holdsRuns: `EXISTS (SELECT 1 FROM cairn_queue_runs q WHERE q.run_id = cairn_runs.id AND q.dispatched_at IS NULL)`,
+    holdsRuns: WAITING_IN_A_QUEUE,
     // A queued run cancelled before its dispatch leaves the waiting runs (marked, not dispatched:
     // the rate limit does not count it), so dispatch never reads past it again.
     onCancel: [
@@ -137,8 +137,7 @@ export const QUEUES_EXTENSION: StoreExtension = {
     onResume: [
       `UPDATE cairn_queue_runs SET dispatched_at = NULL, executor_id = NULL, policy = NULL
        WHERE run_id = $1 AND EXISTS (SELECT 1 FROM cairn_runs r WHERE r.id = $1 AND r.status = 'enqueued')`,
-      `UPDATE cairn_runs SET held_by = '${HELD_BY_QUEUES}' WHERE id = $1 AND status = 'enqueued'
-       AND EXISTS (SELECT 1 FROM cairn_queue_runs q WHERE q.run_id = $1 AND q.dispatched_at IS NULL)`,
+      `UPDATE cairn_runs SET held_by = '${HELD_BY_QUEUES}' WHERE id = $1 AND status = 'enqueued' AND ${WAITING_IN_A_QUEUE}`,
     ],
     onDelete: { runTables: ["cairn_queue_runs"], payloadColumns: [] },
   },
