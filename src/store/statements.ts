@@ -8,8 +8,42 @@ import type { SqlDialect } from "./dialect.js";
  * the payload in a CTE, and NOTIFY), and that shape is what makes them fast.
  */
 
+/**
+ * The columns of the core's tables this version reads, named instead of `*`. On PostgreSQL every
+ * Cairn statement is prepared by name and kept per session; one whose result is `r.*` fails with
+ * 0A000 "cached plan must not change result type" as soon as another process adds a column to the
+ * table — a newer Cairn's migration in a rolling upgrade, while this version's executors still
+ * run — and fails again on every use in that session. Named columns keep each result's type: the
+ * server plans the statement again and it goes on. (What slips past this — a layer's own `*` —
+ * is a transient error that drops the session: store-errors.ts.) test/store/rolling-upgrade.test.ts
+ * checks each list against the table its migrations make.
+ */
+export const RUN_COLUMNS: readonly string[] = columnNames(`
+  id workflow status input input_hash output output_hash error parent_id parent_seq root_id
+  app_version executor_id wake_at deadline_at created_at updated_at finished_at recoveries
+  forked_from forked_from_seq recovery_base wake_channel held_by
+`);
+export const STEP_COLUMNS: readonly string[] = columnNames(`
+  run_id seq name kind status output output_hash error started_at finished_at attempts path
+  completion fingerprint
+`);
+export const EXECUTOR_COLUMNS: readonly string[] = columnNames(`
+  id hostname pid backend_pid app_version started_at heartbeat_at pid_namespace capacity
+  wake_channel workflows
+`);
+
+/** The names in `list`, separated by white space. */
+function columnNames(list: string): readonly string[] {
+  return list.trim().split(/\s+/);
+}
+
+/** `alias.column, ...` of `columns` (a select list in place of `alias.*`). */
+export function columnsOf(alias: string, columns: readonly string[]): string {
+  return columns.map((column) => `${alias}.${column}`).join(", ");
+}
+
 /** A run with its input and output resolved from the payload table. */
-export const RUN_SELECT = `SELECT r.*, COALESCE(r.input, pi.body) AS input_text, COALESCE(r.output, po.body) AS output_text
+export const RUN_SELECT = `SELECT ${columnsOf("r", RUN_COLUMNS)}, COALESCE(r.input, pi.body) AS input_text, COALESCE(r.output, po.body) AS output_text
   FROM cairn_runs r
   LEFT JOIN cairn_payloads pi ON pi.hash = r.input_hash
   LEFT JOIN cairn_payloads po ON po.hash = r.output_hash`;
@@ -150,13 +184,13 @@ export function statements(d: SqlDialect) {
     ),
     journal: s(
       "journal",
-      `SELECT s.*, COALESCE(s.output, p.body) AS output_text FROM cairn_steps s
+      `SELECT ${columnsOf("s", STEP_COLUMNS)}, COALESCE(s.output, p.body) AS output_text FROM cairn_steps s
        LEFT JOIN cairn_payloads p ON p.hash = s.output_hash WHERE s.run_id = $1 ORDER BY s.seq`,
     ),
     // Several runs' journals in one read (a claimed batch): by run, each in seq order.
     journalsIn: s(
       "journals_in",
-      `SELECT s.*, COALESCE(s.output, p.body) AS output_text FROM ${d.rowsOfEach("$1", "cairn_steps", "run_id", "s")}
+      `SELECT ${columnsOf("s", STEP_COLUMNS)}, COALESCE(s.output, p.body) AS output_text FROM ${d.rowsOfEach("$1", "cairn_steps", "run_id", "s")}
        LEFT JOIN cairn_payloads p ON p.hash = s.output_hash ORDER BY s.run_id, s.seq`,
     ),
     getEvent: s(
@@ -202,7 +236,10 @@ export function statements(d: SqlDialect) {
          wake_channel = excluded.wake_channel, workflows = excluded.workflows`,
     ),
     heartbeat: s("heartbeat", "UPDATE cairn_executors SET heartbeat_at = $1 WHERE id = $2"),
-    listExecutors: s("list_executors", `SELECT e.*, ${d.sessionOpen("e.backend_pid")} AS session_open FROM cairn_executors e ORDER BY e.started_at`),
+    listExecutors: s(
+      "list_executors",
+      `SELECT ${columnsOf("e", EXECUTOR_COLUMNS)}, ${d.sessionOpen("e.backend_pid")} AS session_open FROM cairn_executors e ORDER BY e.started_at`,
+    ),
     transferRuns: s("transfer_runs", "UPDATE cairn_runs SET executor_id = $1, updated_at = $2 WHERE executor_id = $3 AND status = 'running' RETURNING id"),
     removeExecutors: s("remove_executors", `DELETE FROM cairn_executors WHERE ${d.inList("id", "$1")}`),
     removeDeadExecutors: s(

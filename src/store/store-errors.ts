@@ -48,6 +48,7 @@ export function classifyStoreError(error: unknown): StoreErrorClass {
     const transient = typeof message === "string" && PG_CONNECTION_MESSAGES.some((pattern) => pattern.test(message));
     return { kind: transient ? "transient" : "other", transient, code, sqlite };
   }
+  if (isStaleStatementError(error)) return { kind: "transient", transient: true, code, sqlite };
   const kind = kindOf(code);
   return { kind, transient: kind === "transient" || (kind === "unreachable" && code !== "ENOTFOUND"), code, sqlite };
 }
@@ -59,6 +60,23 @@ export function classifyStoreError(error: unknown): StoreErrorClass {
  */
 export function isTransientStoreError(error: unknown): boolean {
   return classifyStoreError(error).transient;
+}
+
+/**
+ * PostgreSQL refused a statement this session prepared earlier because its result has changed
+ * since (0A000 "cached plan must not change result type", raised where the server revalidates a
+ * cached plan): another process added a column to a table the statement reads with `*` — a newer
+ * version's migration in a rolling upgrade. The statement did not run, and the session would refuse
+ * it on every use: the error is transient, and a session that met it is dropped (HeldClient,
+ * inTransaction; the pool drops a connection that failed a `pool.query` itself), so the next try
+ * prepares the statement afresh. Cairn's own statements name their columns (RUN_COLUMNS) and never
+ * meet it.
+ */
+export function isStaleStatementError(error: unknown): boolean {
+  if (errorCode(error) !== "0A000") return false;
+  const { routine, message } = error as { routine?: unknown; message?: unknown };
+  // `routine` is the server's function, the same in every language; the message is English only.
+  return routine === "RevalidateCachedQuery" || (typeof message === "string" && message.includes("cached plan must not change result type"));
 }
 
 /** A deadlock or serialization failure: the transaction that met it may simply run again. */

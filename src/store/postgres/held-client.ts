@@ -34,7 +34,8 @@ export class HeldClient {
       } catch (error) {
         // A statement's own error (constraint, data) leaves the connection usable. Anything else —
         // no SQLSTATE, or a connection/shutdown SQLSTATE such as 57P01 from pg_terminate_backend —
-        // means the session is gone or going: destroy it; the next use checks out a new one.
+        // means the session is gone or going, or holds a statement gone stale (store-errors.ts):
+        // destroy it; the next use checks out a new one.
         const kind = classifyStoreError(error);
         const statementError = kind.code !== undefined && !kind.transient;
         if (!statementError && this.client === client) this.release(error instanceof Error ? error : new Error(String(error)));

@@ -1,5 +1,5 @@
 import { POSTGRES } from "../dialect.js";
-import { CLAIM_SET, claimBranches, PARKER_FIRST } from "../statements.js";
+import { CLAIM_SET, claimBranches, columnsOf, PARKER_FIRST, RUN_COLUMNS } from "../statements.js";
 
 /**
  * PostgreSQL's claim ($1 executor, $2 app version or null, $3 now, $4 dead executors, $5 limit, $6
@@ -40,8 +40,8 @@ export function claimStatement(held: readonly string[], allVersions: boolean): s
     ), c AS (
       UPDATE cairn_runs SET ${CLAIM_SET}
       WHERE id = ANY(ARRAY(SELECT id FROM taken))
-      RETURNING *)
-    SELECT me.id AS claimant, c.*, COALESCE(c.input, pi.body) AS input_text, COALESCE(c.output, po.body) AS output_text
+      RETURNING ${RUN_COLUMNS.join(", ")})
+    SELECT me.id AS claimant, ${columnsOf("c", RUN_COLUMNS)}, COALESCE(c.input, pi.body) AS input_text, COALESCE(c.output, po.body) AS output_text
     FROM me
     LEFT JOIN c ON true
     LEFT JOIN cairn_payloads pi ON pi.hash = c.input_hash

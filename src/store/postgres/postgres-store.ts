@@ -25,7 +25,7 @@ import type {
   StoreCapabilities,
   WriteOp,
 } from "../store.js";
-import { classifyStoreError, isConstraintError, isRetryableStoreError, isTransientStoreError } from "../store-errors.js";
+import { classifyStoreError, isConstraintError, isRetryableStoreError, isStaleStatementError, isTransientStoreError } from "../store-errors.js";
 import { postgresOperatorQuery } from "./postgres-operator-query.js";
 import { HeldClient } from "./held-client.js";
 import { ownWakeChannel, PostgresSession } from "./postgres-session.js";
@@ -636,6 +636,8 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
       await client.query("ROLLBACK").catch((rollbackError: unknown) => {
         broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
       });
+      // A session holding a stale prepared statement would refuse it again on every use: drop it.
+      if (isStaleStatementError(error)) broken ??= error as Error;
       throw error;
     } finally {
       // A connection that cannot even roll back is destroyed, not returned to the pool.
