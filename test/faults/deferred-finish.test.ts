@@ -25,7 +25,7 @@ describe.skipIf(unavailable !== undefined)("deferred finishes on PostgreSQL unde
   afterAll(() => cluster?.stop());
 
   it("a finish the crash erased is replayed from the journal: same value, no step run again", async () => {
-    cluster = startScratchCluster(20_000 + (process.pid % 4000), "-c wal_writer_delay=10s");
+    cluster = startScratchCluster("-c wal_writer_delay=10s");
     const server = cluster;
     const log = join(scratchDir("deferred-finish"), "effects.log");
     closeSync(openSync(log, "a"));

@@ -30,7 +30,7 @@ describe.skipIf(unavailable !== undefined)("external synchrony on PostgreSQL und
   afterAll(() => cluster?.stop());
 
   it("no effect ever follows a model-call record the crash erased", async () => {
-    cluster = startScratchCluster(16_000 + (process.pid % 4000), "-c wal_writer_delay=10s");
+    cluster = startScratchCluster("-c wal_writer_delay=10s");
     const server = cluster;
     const dir = scratchDir("external-synchrony");
     const log = join(dir, "effects.log");

@@ -163,14 +163,14 @@ export function noScratchCluster(): string | undefined {
 }
 
 /**
- * Starts a throwaway PostgreSQL cluster on `port`, on loopback (initdb into a temporary folder, as
- * the postgres OS user when this runs as root, which initdb refuses to be). It is stopped by
- * `stop()`, or when the test process exits. Choose a port below Linux's ephemeral
- * range (32768–60999 here): a port inside it can be held at that moment by any outgoing
- * connection's local end, and the server then fails to bind ("Address already in use") — CI lost a
- * run to that with port 55434.
+ * Starts a throwaway PostgreSQL cluster on loopback (initdb into a temporary folder, as the postgres
+ * OS user when this runs as root, which initdb refuses to be). It is stopped by `stop()`, or when
+ * the test process exits. Its port is drawn at random below Linux's ephemeral range (32768–60999
+ * here: a port inside it can be held at that moment by any outgoing connection's local end — CI
+ * lost a run to that with port 55434), and drawn again when the server cannot bind it: fixed
+ * ports made two test runs on one machine take each other's clusters. A restart keeps the port.
  */
-export function startScratchCluster(port: number, serverOptions = ""): ScratchCluster {
+export function startScratchCluster(serverOptions = ""): ScratchCluster {
   const root = mkdtempSync(join(tmpdir(), "cairn-pg-"));
   const data = join(root, "data");
   const asRoot = process.getuid?.() === 0;
@@ -186,9 +186,21 @@ export function startScratchCluster(port: number, serverOptions = ""): ScratchCl
     if (result.status !== 0) throw new Error(`${binary} ${args.join(" ")} failed: ${result.stderr || result.stdout}`);
   };
   run("initdb", ["-D", data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"]);
-  const options = `-p ${port} -k ${root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100 ${serverOptions}`;
-  const start = (): void => run("pg_ctl", ["-D", data, "-o", options, "-l", join(root, "log"), "-w", "-t", "30", "start"]);
-  start();
+  const log = join(root, "log");
+  let port = 0;
+  let options = "";
+  const start = (): void => run("pg_ctl", ["-D", data, "-o", options, "-l", log, "-w", "-t", "30", "start"]);
+  for (let attempt = 1; ; attempt++) {
+    port = 20_000 + Math.floor(Math.random() * 12_000);
+    options = `-p ${port} -k ${root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100 ${serverOptions}`;
+    try {
+      start();
+      break;
+    } catch (error) {
+      const taken = existsSync(log) && /could not bind|Address already in use/.test(readFileSync(log, "utf8"));
+      if (!taken || attempt === 10) throw error;
+    }
+  }
   let stopped = false;
   const stop = (): void => {
     if (stopped) return;
@@ -203,7 +215,7 @@ export function startScratchCluster(port: number, serverOptions = ""): ScratchCl
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     restart(mode) {
-      run("pg_ctl", ["-D", data, "-m", mode, "-l", join(root, "log"), "-w", "-t", "30", "restart"]);
+      run("pg_ctl", ["-D", data, "-m", mode, "-l", log, "-w", "-t", "30", "restart"]);
     },
     crash() {
       run("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]);

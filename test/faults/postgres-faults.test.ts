@@ -181,7 +181,7 @@ describe("PostgreSQL: a server restart (pg_ctl restart) under a fleet of two exe
   it.skipIf(missing !== undefined).each(["fast", "immediate"] as const)(
     "-m %s: every run finishes, callers never see a transient error, no doubled step once the fleet re-registered",
     async (mode) => {
-      server ??= startScratchCluster(15433);
+      server ??= startScratchCluster();
       const cluster = server;
       const database = `cairn_restart_${mode}`;
       await admin(cluster.url, (client) => client.query(`CREATE DATABASE ${database}`));

@@ -29,7 +29,7 @@ describe("maxRecoveryAttempts", () => {
 
 describe.skipIf(noScratchCluster() !== undefined)("shutdown() with the PostgreSQL server gone", () => {
   it("returns within its bound while runs are in flight", async () => {
-    const cluster = startScratchCluster(15434);
+    const cluster = startScratchCluster();
     try {
       const cairn = new Cairn({ database: cluster.url, onError: () => undefined, pollIntervalMs: 50 });
       const wf = cairn.workflow("slow", async (ctx) => {

@@ -229,7 +229,7 @@ describe("PostgreSQL restarted while executors dispatch a queue", () => {
     { timeout: 120_000 },
     async (mode) => {
       // Port 5440 + 10 (issue 10): a cluster of this test's own, which it may restart.
-      server ??= startScratchCluster(5450);
+      server ??= startScratchCluster();
       const cluster = server;
       const database = `cairn_queue_restart_${mode}`;
       const query = async (sql: string, params: unknown[] = [], url = cluster.url) => {
