@@ -3,6 +3,7 @@ import { hostname } from "node:os";
 import { CairnError, PoisonRunError } from "../errors.js";
 import type { DeadExecutor, ExecutorRow, RunRow, Store } from "../store/store.js";
 import { backoffMs, isTransientStoreError } from "../store/transient.js";
+import { isDatabaseCondition } from "../store/store-errors.js";
 import { pidNamespace } from "./pid-namespace.js";
 import type { Clock } from "../engine/clock.js";
 import type { IsolationPool } from "../engine/isolation/pool.js";
@@ -66,10 +67,11 @@ export interface ExecutorOptions {
  * and claims them back through fencing like anyone else: a run can never be executed by an old and
  * a new incarnation at once, and the fleet heals by itself once the database is back.
  *
- * Failure semantics of the executor's own writes: a store error that is transient (connection
- * lost, server shutting down, disk full, database locked) never fails a run. The run is let go and
- * loaded again, with exponential backoff, until its writes go through; the executor keeps polling
- * and reports each failed pass to `onError`. Only an error the database gives every time (a
+ * Failure semantics of the executor's own writes: a store error that is the database's condition
+ * (connection lost, server shutting down, disk full, database locked or read-only, a statement
+ * cancelled or timed out, privileges revoked: isDatabaseCondition) never fails a run. The run is let
+ * go and loaded again, with exponential backoff, until its writes go through; the executor keeps
+ * polling and reports each failed pass to `onError`. Only an error about the data written (a
  * constraint the run's own data breaks) fails the run, after MAX_STORE_FAILURES tries.
  */
 export class Executor implements ExecutionHost {
@@ -1012,7 +1014,7 @@ export class Executor implements ExecutionHost {
       if (retryAt > now || !this.reloads.has(runId)) continue;
       const failures = this.storeFailures.get(runId);
       try {
-        if (failures !== undefined && failures.count >= MAX_STORE_FAILURES && !isTransientStoreError(failures.error)) {
+        if (failures !== undefined && failures.count >= MAX_STORE_FAILURES && !isDatabaseCondition(failures.error)) {
           await this.failRun(runId, failures);
           this.storeFailures.delete(runId);
           this.reloads.delete(runId);
@@ -1059,9 +1061,14 @@ export class Executor implements ExecutionHost {
   }
 
   /**
-   * A run whose writes the database refused MAX_STORE_FAILURES times in a row (a constraint its own
-   * data breaks, say) fails with that error instead of being reloaded forever. A transient outage
-   * (connection lost) heals by reloading long before that.
+   * A run whose writes the database refused MAX_STORE_FAILURES times in a row for their data (a
+   * constraint they break, a value too large) fails with that error instead of being reloaded
+   * forever. A refusal that is the database's condition (isDatabaseCondition: an outage, statements
+   * cancelled by `statement_timeout` or an operator, a failover's read-only hours, revoked
+   * privileges) never fails a run, however long it lasts: the run is reloaded with backoff, reported
+   * at the first refusal and every 20th, and goes on when the condition ends. Before, a sixth
+   * cancelled commit failed the run — and under a read-only database the failure itself waited,
+   * to be written the moment the database came back.
    */
   private async failRun(runId: string, failures: { count: number; error: unknown }): Promise<void> {
     const error = new CairnError(

@@ -11,6 +11,13 @@ export type StoreErrorKind =
   | "transient"
   /** A deadlock or serialization failure: the transaction may simply run again at once. */
   | "retryable"
+  /**
+   * The statement was cancelled before it committed — by `statement_timeout`, `lock_timeout`, or an
+   * operator's `pg_cancel_backend` (57014, 55P03): it may run again after a pause. (The server
+   * ignores a cancel that arrives once the statement is done, while it reads the next message, and
+   * holds it off during the commit itself, so a cancelled statement never committed.)
+   */
+  | "cancelled"
   /** The statement's own data: a constraint violation or a data exception. */
   | "constraint"
   /** Not a Cairn database (no schema), or not a SQLite file at all. */
@@ -84,6 +91,28 @@ export function isRetryableStoreError(error: unknown): boolean {
   return classifyStoreError(error).kind === "retryable";
 }
 
+/** A statement cancelled before it committed (statement or lock timeout, an operator): it may run again after a pause. */
+export function isCancelledStoreError(error: unknown): boolean {
+  return classifyStoreError(error).kind === "cancelled";
+}
+
+/**
+ * Whether a refusal is the database's condition rather than the data written: any PostgreSQL
+ * SQLSTATE or SQLite code outside the data classes ("constraint") — a statement cancelled (by an
+ * operator, `statement_timeout`, `lock_timeout`: 57014, 55P03), a database gone read-only (a
+ * failover, `default_transaction_read_only`: 25006), privileges revoked (42501), a disk full, a
+ * deadlock retried out — as well as every transient error. It lasts as long as the condition does,
+ * and says nothing against the run whose writes it refused. An error without a driver's code (one
+ * of Cairn's own, a value the codec refused) is the data's, as is a trigger's refusal.
+ */
+export function isDatabaseCondition(error: unknown): boolean {
+  const { kind, code, sqlite } = classifyStoreError(error);
+  if (kind === "constraint") return false;
+  if (kind === "transient" || kind === "retryable" || kind === "cancelled" || sqlite) return true;
+  // A SQLSTATE, or a system error of the socket's (ECONNRESET and the like); not CAIRN_* nor ERR_*.
+  return code !== undefined && (/^[0-9A-Z]{5}$/.test(code) || /^E[A-Z]+$/.test(code));
+}
+
 /** PostgreSQL refused the role the statement (SQLSTATE 42501, insufficient_privilege): asking again will not help. */
 export function isPermissionError(error: unknown): boolean {
   return errorCode(error) === "42501";
@@ -101,8 +130,13 @@ function kindOf(code: string): StoreErrorKind {
   if (code === "SQLITE_NOTADB") return "not-a-cairn-database";
   if (code.startsWith("SQLITE_READONLY")) return "read-only";
   if (code === "40P01" || code === "40001") return "retryable";
+  if (code === "57014" || code === "55P03") return "cancelled";
   // SQLSTATE classes 22 (data exception) and 23 (integrity constraint violation).
-  if (/^2[23][0-9A-Z]{3}$/.test(code)) return "constraint";
+  // ...as well as 54000 (program_limit_exceeded: a value too large for its index row, say) and
+  // P0001 (a trigger's RAISE EXCEPTION refusing the row, as SQLite's RAISE below).
+  if (/^2[23][0-9A-Z]{3}$/.test(code) || code === "54000" || code === "P0001") return "constraint";
+  // SQLite's: a constraint (primary key, unique, check, a trigger's RAISE), a value too large, a type refused.
+  if (code.startsWith("SQLITE_CONSTRAINT") || code === "SQLITE_TOOBIG" || code === "SQLITE_MISMATCH") return "constraint";
   if (
     code.startsWith("08") || // PostgreSQL connection exceptions
     code.startsWith("57P") || // admin shutdown, crash shutdown, cannot connect now

@@ -25,7 +25,14 @@ import type {
   StoreCapabilities,
   WriteOp,
 } from "../store.js";
-import { classifyStoreError, isConstraintError, isRetryableStoreError, isStaleStatementError, isTransientStoreError } from "../store-errors.js";
+import {
+  classifyStoreError,
+  isCancelledStoreError,
+  isConstraintError,
+  isRetryableStoreError,
+  isStaleStatementError,
+  isTransientStoreError,
+} from "../store-errors.js";
 import { postgresOperatorQuery } from "./postgres-operator-query.js";
 import { HeldClient } from "./held-client.js";
 import { ownWakeChannel, PostgresSession } from "./postgres-session.js";
@@ -68,6 +75,8 @@ const MIGRATION_LOCK = 0x636169726e;
 
 /** Deadlocks and serialization failures abort a transaction that may simply run again, this often. */
 const MAX_ATTEMPTS = 5;
+/** How often a statement cancelled before it committed is tried in all (few: a timeout that recurs is load). */
+const CANCELLED_ATTEMPTS = 3;
 
 /** How long `close()` waits for the commit in flight and the connections to end. */
 const CLOSE_BOUND_MS = 5_000;
@@ -136,8 +145,11 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
   }
 
   protected reader(): Connection {
-    return this.poolConnection;
+    return (this.readConnection ??= retryingCancelled(this.poolConnection));
   }
+
+  /** The pool, for reads: a read cancelled by a timeout or an operator is tried again (see retrying). */
+  private readConnection: Connection | undefined;
 
   protected write<T>(fn: (db: Connection) => Promise<T>): Promise<T> {
     return fn(this.poolConnection);
@@ -753,8 +765,11 @@ function sqlClient(client: PoolClient): SqlClient {
 }
 
 /**
- * Runs `fn` again on a deadlock or serialization failure, and — `reconnects` times, after a short
- * pause — on a broken connection (only for work that may run twice: see flush).
+ * Runs `fn` again on a deadlock or serialization failure; after a short pause, on a statement
+ * cancelled before it committed (CANCELLED_ATTEMPTS in all: a commit cancelled once by an operator
+ * or a timeout goes through, where before its run was let go, replayed, and its step's effect done
+ * again); and — `reconnects` times, after a short pause — on a broken connection (only for work
+ * that may run twice: see flush). Each error meant the transaction did not commit.
  */
 async function retrying<T>(fn: () => Promise<T>, reconnects = 0): Promise<T> {
   for (let attempt = 1, reconnected = 0; ; attempt++) {
@@ -762,11 +777,24 @@ async function retrying<T>(fn: () => Promise<T>, reconnects = 0): Promise<T> {
       return await fn();
     } catch (error) {
       if (attempt < MAX_ATTEMPTS && isRetryableStoreError(error)) continue;
+      if (attempt < CANCELLED_ATTEMPTS && isCancelledStoreError(error)) {
+        // A pause, not at once: a statement_timeout that a loaded server hit is not hit again the same instant.
+        await new Promise((resolve) => setTimeout(resolve, RECONNECT_PAUSE_MS * attempt));
+        continue;
+      }
       if (reconnected >= reconnects || !isTransientStoreError(error)) throw error;
       reconnected++;
       await new Promise((resolve) => setTimeout(resolve, RECONNECT_PAUSE_MS * reconnected));
     }
   }
+}
+
+/** `connection`, its statements tried again as `retrying` does (they read, or may run again). */
+function retryingCancelled(connection: Connection): Connection {
+  return {
+    all: (statement, params) => retrying(() => connection.all(statement, params)),
+    run: (statement, params) => retrying(() => connection.run(statement, params)),
+  };
 }
 
 /** How many times a flush of starts is tried again on a new connection, and the pause before each (growing). */
