@@ -141,6 +141,10 @@ function kindOf(code: string): StoreErrorKind {
     code.startsWith("08") || // PostgreSQL connection exceptions
     code.startsWith("57P") || // admin shutdown, crash shutdown, cannot connect now
     code === "53300" || // too many connections
+    // A session that may not write (25006): connected to a standby (a failover's old primary), or
+    // opened while `default_transaction_read_only` was on — which it keeps for its lifetime. The
+    // session is dropped (HeldClient, inTransaction, the pool's own query); a new one may write.
+    code === "25006" ||
     code === "ECONNRESET" ||
     code === "EPIPE" ||
     code === "ENETUNREACH" ||

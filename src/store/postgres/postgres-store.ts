@@ -25,14 +25,7 @@ import type {
   StoreCapabilities,
   WriteOp,
 } from "../store.js";
-import {
-  classifyStoreError,
-  isCancelledStoreError,
-  isConstraintError,
-  isRetryableStoreError,
-  isStaleStatementError,
-  isTransientStoreError,
-} from "../store-errors.js";
+import { classifyStoreError, isCancelledStoreError, isConstraintError, isRetryableStoreError, isTransientStoreError } from "../store-errors.js";
 import { postgresOperatorQuery } from "./postgres-operator-query.js";
 import { HeldClient } from "./held-client.js";
 import { ownWakeChannel, PostgresSession } from "./postgres-session.js";
@@ -648,8 +641,9 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
       await client.query("ROLLBACK").catch((rollbackError: unknown) => {
         broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
       });
-      // A session holding a stale prepared statement would refuse it again on every use: drop it.
-      if (isStaleStatementError(error)) broken ??= error as Error;
+      // A session the database failed under, or that holds a stale prepared statement or may not
+      // write (store-errors.ts), would fail the next use as well: drop it.
+      if (isTransientStoreError(error)) broken ??= error as Error;
       throw error;
     } finally {
       // A connection that cannot even roll back is destroyed, not returned to the pool.
