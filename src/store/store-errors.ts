@@ -145,6 +145,7 @@ function kindOf(code: string): StoreErrorKind {
     // opened while `default_transaction_read_only` was on — which it keeps for its lifetime. The
     // session is dropped (HeldClient, inTransaction, the pool's own query); a new one may write.
     code === "25006" ||
+    code === "CAIRN_NO_ANSWER" || // a connection dropped for not answering (answer-watch.ts)
     code === "ECONNRESET" ||
     code === "EPIPE" ||
     code === "ENETUNREACH" ||

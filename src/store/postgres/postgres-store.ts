@@ -1,6 +1,6 @@
 import pg from "pg";
 import type { PoolClient, QueryConfig } from "pg";
-import { NotACairnDatabaseError, RunNotFoundError } from "../../errors.js";
+import { InvalidSpecError, NotACairnDatabaseError, RunNotFoundError } from "../../errors.js";
 import { postgresConnection, type Connection, type Statement } from "../connection.js";
 import { POSTGRES } from "../dialect.js";
 import { checkSchema, migrationScript, type MigrationSql } from "../migration-runner.js";
@@ -27,6 +27,7 @@ import type {
 } from "../store.js";
 import { classifyStoreError, isCancelledStoreError, isConstraintError, isRetryableStoreError, isTransientStoreError } from "../store-errors.js";
 import { postgresOperatorQuery } from "./postgres-operator-query.js";
+import { AnswerWatch, DEFAULT_ANSWER_TIMEOUT_MS } from "./answer-watch.js";
 import { HeldClient } from "./held-client.js";
 import { ownWakeChannel, PostgresSession } from "./postgres-session.js";
 import { CLAIMABLE_WAKE, PostgresWrites, WAKE_CHANNEL } from "./postgres-writes.js";
@@ -38,6 +39,13 @@ export interface PostgresStoreOptions {
   poolSize?: number;
   /** Every transaction is read-only (the CLI's read commands). */
   readonly?: boolean;
+  /**
+   * A connection whose server has not answered one of Cairn's statements for this long is dropped,
+   * and the statement fails as if the connection had been lost (answer-watch.ts): a frozen backend
+   * or a half-open connection otherwise stalls the executor for about fifteen minutes, unseen.
+   * Default 30_000. Not the operator's own queries (`cairn.query`, `cairn sql`), nor migrations.
+   */
+  answerTimeoutMs?: number;
 }
 
 interface PendingCommit {
@@ -108,6 +116,10 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
     options: PostgresStoreOptions = {},
   ) {
     super(POSTGRES);
+    const answerTimeoutMs = options.answerTimeoutMs ?? DEFAULT_ANSWER_TIMEOUT_MS;
+    if (typeof answerTimeoutMs !== "number" || !(answerTimeoutMs > 0) || !Number.isFinite(answerTimeoutMs)) {
+      throw new InvalidSpecError("answerTimeoutMs", answerTimeoutMs, "must be a number of milliseconds > 0");
+    }
     this.pool = new pg.Pool({
       Client: StatementClient,
       connectionString: url,
@@ -122,12 +134,16 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
     // An idle pooled connection that breaks (a server restart) is discarded by the pool and the
     // next checkout opens a new one; without a listener the 'error' event would kill the process.
     this.pool.on("error", () => undefined);
+    this.answers = new AnswerWatch(this.pool, answerTimeoutMs);
     this.writer = new HeldClient(this.pool);
     this.layerClient = new HeldClient(this.pool);
     this.session = new PostgresSession(url, TYPES);
     this.poolConnection = postgresConnection(this.pool);
     this.statistics = new StatisticsKeeper(this.pool);
   }
+
+  /** Drops connections whose server stopped answering (answer-watch.ts). */
+  private readonly answers: AnswerWatch;
 
   /** Keeps the planner's statistics of Cairn's tables in step with them while an executor of this store runs (statistics-keeper.ts). */
   private readonly statistics: StatisticsKeeper;
@@ -222,6 +238,7 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([closing, new Promise((resolve) => (timer = setTimeout(resolve, CLOSE_BOUND_MS)))]);
     clearTimeout(timer);
+    this.answers.stop(); // watching to the end: a commit in flight that hangs is dropped, not waited for
   }
 
   commit(fence: Fence | null, ops: WriteOp[], options?: CommitOptions): Promise<void> {

@@ -29,8 +29,34 @@ const OTHER_SETTINGS = ["rowMode", "types", "queryMode", "binary", "portal", "ro
  *   make of them, with a fraction of the garbage.
  *
  * Any other config, a string or a submittable goes to `pg.Client.query` unchanged.
+ *
+ * It also keeps, for the AnswerWatch, how long its plain statements have waited for an answer.
  */
 export class StatementClient extends pg.Client {
+  /** Plain statements sent and not yet answered (AnswerWatch). */
+  private unanswered = 0;
+  /** When the server last answered, or was sent a statement while none was awaited (Date.now()). */
+  private progressAt = 0;
+
+  /** How long the oldest statement awaited has waited for the server without any answer since (0: none awaited). */
+  waitedForAnswerMs(now: number): number {
+    return this.unanswered === 0 ? 0 : now - this.progressAt;
+  }
+
+  /**
+   * Drops the connection at once, failing every statement on it with `error` (AnswerWatch): pg's
+   * own `end()` waits for the server to answer, which is what it does not do.
+   */
+  abandon(error: Error): void {
+    this.on("error", () => undefined); // whoever holds the client hears the error through its statements
+    (this as unknown as { connection: { stream: { destroy(error: Error): void } } }).connection.stream.destroy(error);
+  }
+
+  private answered(): void {
+    this.unanswered--;
+    this.progressAt = Date.now();
+  }
+
   override query(...args: unknown[]): never {
     const [config, values, callback] = args as [unknown, unknown, unknown];
     if (!isPlainStatement(config) || typeof values === "function" || (callback !== undefined && typeof callback !== "function")) {
@@ -42,13 +68,18 @@ export class StatementClient extends pg.Client {
     // left as it is, for pg's own "values must be an array" error.
     const bound: unknown = values || config.values;
     if (bound != null) query.values = Array.isArray(bound) ? withArrayLiterals(bound) : bound;
+    if (this.unanswered++ === 0) this.progressAt = Date.now();
     if (callback !== undefined) {
       // The callback style, as the pool's own `pool.query` calls its client.
-      query.callback = callback as Callback;
+      query.callback = (error, res) => {
+        this.answered();
+        (callback as Callback)(error, res);
+      };
       return (super.query as (q: unknown) => never)(query);
     }
     const result = new Promise<pg.QueryResult>((resolve, reject) => {
       query.callback = (error, res) => {
+        this.answered();
         if (error === undefined || error === null) return resolve(res);
         // As pg does on its promise path: a stack that leads back to the caller, not to the socket.
         // (A type parser may throw a non-object; capturing a stack on it would throw here, on the
