@@ -37,6 +37,12 @@ export interface CairnOptions {
   recoverAllVersions?: boolean;
   /** SQLite durability. Default "FULL". */
   synchronous?: "FULL" | "NORMAL" | "OFF";
+  /**
+   * PostgreSQL: a connection whose server has not answered one of Cairn's statements for this long
+   * (a frozen backend, a half-open connection) is dropped, and the statement fails as a lost
+   * connection's would. Default 30_000.
+   */
+  answerTimeoutMs?: number;
   /** Default 15_000. An executor silent this long is presumed dead and its runs are taken over. */
   leaseMs?: number;
   /** How often to look for work written by other processes. Default 200 (SQLite), 500 (PostgreSQL). */
@@ -139,7 +145,12 @@ export class CairnRuntime implements WorkflowHost, RunHost {
     const warmRuns = warmRunsBound(options.warmRuns);
     // Before the store opens: a bad option leaves nothing open. No process starts until first use.
     this.isolation = new IsolationPool(options.isolation);
-    this.storeInstance = options.store ?? openStore(this.database, options.synchronous === undefined ? {} : { synchronous: options.synchronous });
+    this.storeInstance =
+      options.store ??
+      openStore(this.database, {
+        ...(options.synchronous === undefined ? {} : { synchronous: options.synchronous }),
+        ...(options.answerTimeoutMs === undefined ? {} : { answerTimeoutMs: options.answerTimeoutMs }),
+      });
     const pollIntervalMs = options.pollIntervalMs ?? (this.storeInstance.backend === "postgres" ? 500 : 200);
     if (!Number.isFinite(pollIntervalMs) || pollIntervalMs <= 0) {
       throw new InvalidSpecError("pollIntervalMs", pollIntervalMs, "must be > 0");

@@ -7,6 +7,8 @@ export interface OpenStoreOptions {
   readonly?: boolean;
   /** SQLite only: "FULL" (the default) survives power loss; "NORMAL" survives process crashes only. */
   synchronous?: "FULL" | "NORMAL" | "OFF";
+  /** PostgreSQL only: see PostgresStoreOptions.answerTimeoutMs. */
+  answerTimeoutMs?: number;
 }
 
 /**
@@ -15,7 +17,10 @@ export interface OpenStoreOptions {
  */
 export function openStore(database: string, options: OpenStoreOptions = {}): Store {
   if (/^postgres(ql)?:\/\//i.test(database)) {
-    return new PostgresStore(database, options.readonly ? { readonly: true } : {});
+    return new PostgresStore(database, {
+      ...(options.readonly ? { readonly: true } : {}),
+      ...(options.answerTimeoutMs === undefined ? {} : { answerTimeoutMs: options.answerTimeoutMs }),
+    });
   }
   return new SqliteStore(database, options);
 }

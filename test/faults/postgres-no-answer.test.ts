@@ -22,8 +22,7 @@ describe.skipIf(postgres === undefined || !maySignalServer)("a PostgreSQL connec
   it("is dropped after answerTimeoutMs, and the executor's runs go on on new connections", async () => {
     const db = await env.database();
     const name = new URL(db).pathname.slice(1);
-    const store = new PostgresStore(db, { answerTimeoutMs: 1_000 });
-    const cairn = env.cairn(db, { store });
+    const cairn = env.cairn(db, { answerTimeoutMs: 1_000 });
     const steps = cairn.workflow("steps", async (ctx, n: number) => {
       let sum = 0;
       for (let i = 0; i < 5; i++) sum += await ctx.step(`s${i}`, () => n + i);
