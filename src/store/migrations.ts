@@ -7,6 +7,12 @@ import type { LayerMigration } from "./extension.js";
  * a migration that has shipped; add one. The layers above bring their own lists through the
  * extension contract (`extension.ts`); `migration-runner.ts` applies them all.
  *
+ * A migration runs while the previous version's executors still run (a rolling upgrade), so it
+ * only adds: tables, indexes, and columns those executors' inserts may leave out (nullable, or
+ * with a default); it drops, renames, retypes and constrains nothing, and Cairn's statements read
+ * columns by name, never `*` (statements.ts). test/store/rolling-upgrade.test.ts holds every
+ * layer's migrations to this.
+ *
  * Until layers had their own lists, one list numbered 1-5 held every migration (2 was the agents'
  * tables); `legacyVersion` maps each core migration onto it, so such a database is not migrated twice.
  */

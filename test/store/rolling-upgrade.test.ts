@@ -2,7 +2,15 @@ import Database from "better-sqlite3";
 import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { PostgresStore } from "../../src/store/postgres/postgres-store.js";
+import { AGENTS_EXTENSION } from "../../src/ai/schema/agents-extension.js";
+import { TELEMETRY_EXTENSION } from "../../src/observe/telemetry/telemetry-extension.js";
+import { CRON_EXTENSION } from "../../src/scheduler/cron/cron-extension.js";
+import { QUEUES_EXTENSION } from "../../src/scheduler/schema/queues-extension.js";
+import { POSTGRES, SQLITE } from "../../src/store/dialect.js";
+import { CORE_MIGRATIONS } from "../../src/store/migrations.js";
 import { EXECUTOR_COLUMNS, RUN_COLUMNS, STEP_COLUMNS } from "../../src/store/statements.js";
+import { SUPERVISION_EXTENSION } from "../../src/supervision/schema.js";
+import { UI_EXTENSION } from "../../src/ui/schema.js";
 import { isStaleStatementError, isTransientStoreError } from "../../src/store/store-errors.js";
 import { BACKENDS, type Backend } from "../backends.js";
 import { cairnFactory } from "../harness.js";
@@ -60,6 +68,39 @@ describe.each(BACKENDS)("a newer version's migration under a running executor on
     expect(await columns(backend, db, "cairn_runs")).toEqual([...RUN_COLUMNS].sort());
     expect(await columns(backend, db, "cairn_steps")).toEqual([...STEP_COLUMNS].sort());
     expect(await columns(backend, db, "cairn_executors")).toEqual([...EXECUTOR_COLUMNS].sort());
+  });
+});
+
+describe("what a migration may do, so that the executors of the version before keep working", () => {
+  const layers = [
+    { name: "core", migrations: CORE_MIGRATIONS },
+    AGENTS_EXTENSION,
+    TELEMETRY_EXTENSION,
+    CRON_EXTENSION,
+    QUEUES_EXTENSION,
+    SUPERVISION_EXTENSION,
+    UI_EXTENSION,
+  ];
+
+  it("adds tables, indexes, and columns an older executor's inserts may leave out; it drops, renames, retypes and constrains nothing", () => {
+    const statements = layers.flatMap((layer) =>
+      layer.migrations.flatMap((migration) =>
+        migration.statements.flatMap((statement) =>
+          [POSTGRES, SQLITE].map((dialect) => ({
+            where: `${layer.name} migration ${migration.version} (${dialect.name})`,
+            sql: (typeof statement === "string" ? statement : statement(dialect)).replace(/\s+/g, " "),
+          })),
+        ),
+      ),
+    );
+    expect(statements.length).toBeGreaterThan(20);
+    for (const { where, sql } of statements) {
+      expect(sql, where).not.toMatch(/\b(DROP|RENAME|ALTER COLUMN|ADD CONSTRAINT|SET NOT NULL|TRUNCATE)\b/i);
+      // A column an older version does not know is left out of its inserts: it must take NULL or a default.
+      for (const added of sql.matchAll(/ADD COLUMN ([^,;]*)/gi)) {
+        if (/NOT NULL/i.test(added[1]!)) expect(added[1], where).toMatch(/DEFAULT/i);
+      }
+    }
   });
 });
 
