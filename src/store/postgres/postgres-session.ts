@@ -7,6 +7,10 @@ interface Connected {
   pid: number;
 }
 
+/** Turns `idle_session_timeout` off for this session, where the server has it (42704 elsewhere: ignored). */
+const KEEP_WHILE_IDLE = `DO $$ BEGIN PERFORM set_config('idle_session_timeout', '0', false);
+  EXCEPTION WHEN undefined_object THEN NULL; END $$`;
+
 /**
  * The channel a session hears the wake-ups meant for it alone (`cairn_wake_<backend pid>`): a
  * dispatch that gives a run to one executor notifies that executor's session instead of every
@@ -139,8 +143,12 @@ export class PostgresSession {
       const result = await client.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
       const pid = result.rows[0]!.pid;
       own = ownWakeChannel(pid);
-      // Both before the pid is known to anyone: nothing can be dispatched to it unheard.
-      await client.query(`LISTEN ${WAKE_CHANNEL}; LISTEN ${own}`);
+      // Both before the pid is known to anyone: nothing can be dispatched to it unheard. And first,
+      // this session is exempt from `idle_session_timeout` (PostgreSQL 14+; older servers do not
+      // know it, which the block ignores): a listening session is idle by nature, and one a DBA's
+      // timeout ended every few minutes made the executor re-register each time — letting go of
+      // every run it had loaded, to claim them back and replay them.
+      await client.query(`${KEEP_WHILE_IDLE}; LISTEN ${WAKE_CHANNEL}; LISTEN ${own}`);
       return { client, pid };
     } catch (error) {
       client.removeListener("end", lost);
