@@ -207,7 +207,24 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
   }
 
   async migrate(): Promise<void> {
+    await this.assertUtf8();
     await this.transact(() => migrationScript(this.layers, Date.now));
+  }
+
+  /**
+   * Cairn keeps inputs, outputs, messages and errors as UTF-8 text. A database in another encoding
+   * (LATIN1, say) refused every value with a character it lacks (22P05) — a run failed on its first
+   * "✓" — so it is refused at launch, before anything is written, with what to do instead.
+   * SQL_ASCII, which stores bytes unchecked, holds UTF-8 as it is.
+   */
+  private async assertUtf8(): Promise<void> {
+    const encoding = (await this.pool.query<{ e: string }>("SELECT current_setting('server_encoding') AS e")).rows[0]?.e;
+    if (encoding === undefined || encoding === "UTF8" || encoding === "SQL_ASCII") return;
+    throw new InvalidSpecError(
+      "database",
+      redactedUrl(this.url),
+      `its encoding is ${encoding}, which cannot hold all of the UTF-8 text Cairn stores — create the database with ENCODING 'UTF8'`,
+    );
   }
 
   async assertCairnDatabase(): Promise<void> {
