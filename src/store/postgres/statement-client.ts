@@ -11,9 +11,8 @@ interface StatementQuery {
   callback?: Callback;
 }
 
-/** What every session of the pool runs first, in one round trip (StatementClient.connect). */
-const SESSION_SETUP = `SET default_transaction_isolation = 'read committed';
-  SELECT set_config('synchronous_commit', 'on', false) WHERE current_setting('synchronous_commit') = 'off'`;
+/** What every session of the pool runs first (StatementClient.connect). */
+const READ_COMMITTED = "SET default_transaction_isolation = 'read committed'";
 
 /** What a query config may carry besides its statement for the plain path below to leave it alone. */
 const OTHER_SETTINGS = ["rowMode", "types", "queryMode", "binary", "portal", "rows", "callback", "query_timeout"] as const;
@@ -58,25 +57,19 @@ export class StatementClient extends pg.Client {
   }
 
   /**
-   * Connects, and sets the session up before anyone may use it (pg-pool connects with a callback;
-   * without one, a promise, as pg.Client):
-   *
-   * - READ COMMITTED, which Cairn's statements are written for: a statement that waited for a row
-   *   lock, or the migrations after their advisory lock, see what committed meanwhile. A database
-   *   whose default a DBA raised to REPEATABLE READ or SERIALIZABLE made two processes launching
-   *   together both create the tables ("relation cairn_runs already exists"), the second on a
-   *   snapshot taken before the first committed.
-   * - `synchronous_commit` on where the database has it off: a commit Cairn reports durable — a
-   *   step's record, before the workflow acts on it; the barrier before an effect that follows a
-   *   deferred record — must survive a crash of the server. A stronger setting (remote_write,
-   *   remote_apply: replicas) is kept; Cairn's own deferred commits turn it off per transaction.
+   * Connects, and sets the session to READ COMMITTED before anyone may use it. Cairn's statements
+   * are written for it: a statement that waited for a row lock, or the migrations after their
+   * advisory lock, see what committed meanwhile. A database whose default a DBA raised to
+   * REPEATABLE READ or SERIALIZABLE made two processes launching together both create the tables
+   * ("relation cairn_runs already exists"), the second on a snapshot taken before the first
+   * committed. (pg-pool connects with a callback; without one, a promise, as pg.Client.)
    */
   override connect(): Promise<pg.Client>;
   override connect(callback: ConnectCallback): void;
   override connect(callback?: ConnectCallback): Promise<pg.Client> | void {
     const connected = super
       .connect()
-      .then(() => super.query(SESSION_SETUP))
+      .then(() => super.query(READ_COMMITTED))
       .then((): pg.Client => this);
     if (callback === undefined) return connected;
     connected.then(
