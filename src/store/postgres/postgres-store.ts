@@ -71,6 +71,9 @@ const TYPES = {
     oid === INT8_OID && format !== "binary" ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 };
 
+/** What every pooled session runs before its first use (the pool's `onConnect`). */
+const READ_COMMITTED = "SET default_transaction_isolation = 'read committed'";
+
 /** Key of the advisory lock that makes concurrent `migrate()` calls take turns ("cairn" in ASCII). */
 const MIGRATION_LOCK = 0x636169726e;
 
@@ -130,6 +133,14 @@ export class PostgresStore extends SqlStore<PoolClient> implements Store {
       // instead of waiting forever; the error is transient, so its caller retries with backoff.
       connectionTimeoutMillis: 10_000,
       ...(options.readonly ? { options: "-c default_transaction_read_only=on" } : {}),
+      // Cairn's statements are written for READ COMMITTED: a statement that waited for a row lock,
+      // or the migrations after their advisory lock, see what committed meanwhile. A database
+      // whose default a DBA raised to REPEATABLE READ or SERIALIZABLE made two processes launching
+      // together both create the tables ("relation cairn_runs already exists"), the second on a
+      // snapshot taken before the first committed. pg-pool runs this on each new connection before
+      // handing it out, its error listener already on (a connection lost meanwhile is an error of
+      // the checkout, not an uncaught one).
+      onConnect: (client: pg.ClientBase) => client.query(READ_COMMITTED),
     });
     // An idle pooled connection that breaks (a server restart) is discarded by the pool and the
     // next checkout opens a new one; without a listener the 'error' event would kill the process.

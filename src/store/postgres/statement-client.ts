@@ -2,7 +2,6 @@ import pg from "pg";
 import { arrayLiteral } from "./array-literal.js";
 
 type Callback = (error: Error | undefined, result: pg.QueryResult) => void;
-type ConnectCallback = ((error: Error) => void) | ((error: null, client: pg.Client) => void);
 
 /** The fields of a `pg.Query` set here (pg reads them when it sends the query). */
 interface StatementQuery {
@@ -10,9 +9,6 @@ interface StatementQuery {
   values?: unknown;
   callback?: Callback;
 }
-
-/** What every session of the pool runs first (StatementClient.connect). */
-const READ_COMMITTED = "SET default_transaction_isolation = 'read committed'";
 
 /** What a query config may carry besides its statement for the plain path below to leave it alone. */
 const OTHER_SETTINGS = ["rowMode", "types", "queryMode", "binary", "portal", "rows", "callback", "query_timeout"] as const;
@@ -54,28 +50,6 @@ export class StatementClient extends pg.Client {
   abandon(error: Error): void {
     this.on("error", () => undefined); // whoever holds the client hears the error through its statements
     (this as unknown as { connection: { stream: { destroy(error: Error): void } } }).connection.stream.destroy(error);
-  }
-
-  /**
-   * Connects, and sets the session to READ COMMITTED before anyone may use it. Cairn's statements
-   * are written for it: a statement that waited for a row lock, or the migrations after their
-   * advisory lock, see what committed meanwhile. A database whose default a DBA raised to
-   * REPEATABLE READ or SERIALIZABLE made two processes launching together both create the tables
-   * ("relation cairn_runs already exists"), the second on a snapshot taken before the first
-   * committed. (pg-pool connects with a callback; without one, a promise, as pg.Client.)
-   */
-  override connect(): Promise<pg.Client>;
-  override connect(callback: ConnectCallback): void;
-  override connect(callback?: ConnectCallback): Promise<pg.Client> | void {
-    const connected = super
-      .connect()
-      .then(() => super.query(READ_COMMITTED))
-      .then((): pg.Client => this);
-    if (callback === undefined) return connected;
-    connected.then(
-      (client) => (callback as (error: null, client: pg.Client) => void)(null, client),
-      (error: Error) => (callback as (error: Error) => void)(error),
-    );
   }
 
   private answered(): void {
